@@ -1,0 +1,88 @@
+// The fixed reduction tree: the one definition of the order in which tally
+// combines values, shared by every backend.
+//
+// The input x[0..n) is cut into vectors of V consecutive elements, V =
+// vector_width<Inputs...> (16 bytes of the widest input, at least 1). The last
+// vector may be short. Each vector's leaves are folded left to right:
+//
+//     vector j  =  ((leaf(jV) ⊕ leaf(jV+1)) ⊕ leaf(jV+2)) ⊕ ...
+//
+// and the vectors are combined by a balanced binary tree over vector indices,
+// padded to a power of two with empty leaves (x ⊕ empty = x):
+//
+//     node(0, j) = vector j,   node(h+1, k) = node(h, 2k) ⊕ node(h, 2k+1).
+//
+// The result depends on the element indices only: not on pointers, grid
+// sizes, thread counts or timing. It keeps index order, so any associative
+// operator works, commutative or not. Every aligned power-of-two range of
+// vectors is a subtree, which is how the backends split the work:
+//
+//     row   = kRowVectors  (32) vectors  -- one warp-wide 16-byte load
+//     tile  = kTileVectors (1024)        -- one block step on the GPU
+//     group = kGroupTiles  (1024) tiles  -- combined by the last block to finish it
+//
+// reduce_reference() below evaluates the tree directly; the CPU backend and
+// the GPU kernels are tested bit for bit against it.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+
+#include "tally/core/config.hpp"
+
+namespace tally::tree {
+
+inline constexpr int kVectorBytes = 16;
+inline constexpr int kRowVectors = 32;
+inline constexpr int kTileVectors = 1024;
+inline constexpr std::int64_t kGroupTiles = 1024;
+
+/// Elements per vector for inputs of these types: 16 bytes of the widest one.
+template <class... Inputs>
+inline constexpr int vector_width = std::max<int>(1, kVectorBytes / static_cast<int>(std::max({sizeof(Inputs)...})));
+
+/// Number of vectors that cover n elements.
+constexpr std::int64_t vector_count(std::int64_t n, int v) { return (n + v - 1) / v; }
+
+/// Number of tiles that cover n elements.
+constexpr std::int64_t tile_count(std::int64_t n, int v) {
+  return (vector_count(n, v) + kTileVectors - 1) / kTileVectors;
+}
+
+/// A value that may be empty: the padding leaves of the tree.
+template <class T>
+struct maybe {
+  T value;
+  bool has;
+};
+
+/// a ⊕ b where either side may be empty.
+template <class T, class Op>
+TALLY_HD_INLINE maybe<T> combine(const maybe<T>& a, const maybe<T>& b, const Op& op) {
+  if (a.has && b.has) return {op(a.value, b.value), true};
+  return a.has ? a : b;
+}
+
+/// Evaluates the tree over `vectors` vectors, vector(j) giving vector j's
+/// left fold. Returns empty when vectors == 0. Sequential, for reference.
+template <class T, class VectorFold, class Op>
+maybe<T> reduce_reference(std::int64_t vectors, const VectorFold& vector, const Op& op) {
+  if (vectors <= 0) return {T{}, false};
+  // Recursive halving over the padded power-of-two range; depth <= 64.
+  struct walker {
+    const VectorFold& vector;
+    const Op& op;
+    std::int64_t count;
+    maybe<T> node(std::int64_t first, std::int64_t size) const {
+      if (first >= count) return {T{}, false};
+      if (size == 1) return {vector(first), true};
+      const std::int64_t half = size / 2;
+      return combine(node(first, half), node(first + half, half), op);
+    }
+  };
+  const std::int64_t padded = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(vectors)));
+  return walker{vector, op, vectors}.node(0, padded);
+}
+
+}  // namespace tally::tree
