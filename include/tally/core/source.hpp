@@ -41,6 +41,8 @@ struct unary_source {
       return convert<Acc>(transform(xi));
     }
   }
+  /// Leaf i, read straight from memory this side can dereference.
+  TALLY_HD_INLINE Acc leaf_at(std::int64_t i) const { return leaf(x[i], i); }
 };
 
 /// Leaves from two arrays of equal length: leaf i = Acc(t(x[i], y[i])).
@@ -60,6 +62,8 @@ struct binary_source {
   TALLY_HD_INLINE Acc leaf(const T& xi, const U& yi, std::int64_t) const {
     return convert<Acc>(transform(xi, yi));
   }
+  /// Leaf i, read straight from memory this side can dereference.
+  TALLY_HD_INLINE Acc leaf_at(std::int64_t i) const { return leaf(x[i], y[i], i); }
 };
 
 /// Leaves wrapped for compensated summation: {leaf, 0}.
@@ -73,6 +77,7 @@ struct compensated_source : Source {
   TALLY_HD_INLINE acc_type leaf(const Args&... args) const {
     return acc_type{Source::leaf(args...), plain_acc(0)};
   }
+  TALLY_HD_INLINE acc_type leaf_at(std::int64_t i) const { return acc_type{Source::leaf_at(i), plain_acc(0)}; }
 };
 
 }  // namespace tally
