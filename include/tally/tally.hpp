@@ -19,7 +19,10 @@
 #include "tally/core/types.hpp"
 #include "tally/reduce.hpp"
 #include "tally/cpu/reduce.hpp"
+#include "tally/histogram.hpp"
+#include "tally/cpu/histogram.hpp"
 
 #if defined(__CUDACC__)
 #include "tally/cuda/reduce.cuh"
+#include "tally/cuda/histogram.cuh"
 #endif

@@ -1,0 +1,159 @@
+// The CPU backend of histograms and scatter-reduce (histogram.hpp).
+//
+// Each OpenMP thread scatters its share of the elements into a private copy
+// of the bins, and the copies are merged bin by bin in thread order. When the
+// copies would not fit (threads × bins × value size above kPrivateBudget)
+// threads update the output directly with atomics (std::atomic_ref).
+// Counting histograms count privately in int64, so float/double counts are
+// exact integers converted once, as on the GPU.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <vector>
+
+#include <omp.h>
+
+#include "tally/histogram.hpp"
+
+namespace tally::detail {
+
+namespace cpu_histogram {
+
+/// Largest total size of the threads' private copies of the bins.
+inline constexpr std::size_t kPrivateBudget = std::size_t(256) << 20;
+
+inline int thread_count(const cpu_backend& cpu) { return cpu.threads > 0 ? cpu.threads : omp_get_max_threads(); }
+
+/// Locks for values too wide for lock-free atomics (16-byte complex), striped by address.
+inline std::mutex& lock_for(const void* p) {
+  static std::mutex locks[64];
+  return locks[(reinterpret_cast<std::uintptr_t>(p) >> 4) % 64];
+}
+
+/// out = op(out, v) as one atomic step (a compare-exchange loop; a striped
+/// lock for 16-byte values, which would need libatomic otherwise).
+template <class T, class Op>
+void atomic_combine(T& out, const T& v, const Op& op) {
+  if constexpr (sizeof(T) > 8) {
+    std::lock_guard<std::mutex> hold(lock_for(&out));
+    out = op(out, v);
+  } else {
+    std::atomic_ref<T> ref(out);
+    T seen = ref.load(std::memory_order_relaxed);
+    while (!ref.compare_exchange_weak(seen, op(seen, v), std::memory_order_relaxed)) {
+    }
+  }
+}
+
+/// The first i whose key lies outside [0, bins), or -1.
+template <class Items>
+std::int64_t first_out_of_range(const cpu_backend& cpu, const Items& items, std::int64_t bins) {
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+#pragma omp parallel for num_threads(thread_count(cpu)) reduction(min : first) schedule(static)
+  for (std::int64_t i = 0; i < items.n; ++i) {
+    const std::int64_t k = items.key(items.a[i]);
+    if ((k < 0 || k >= bins) && i < first) first = i;
+  }
+  return first == std::numeric_limits<std::int64_t>::max() ? -1 : first;
+}
+
+}  // namespace cpu_histogram
+
+template <class Out>
+void fill_zero(const cpu_backend&, Out* out, std::int64_t n) {
+  std::fill(out, out + n, Out(0));
+}
+
+template <class L>
+const L* stage_levels(const cpu_backend&, const L* levels, std::int64_t) {
+  return levels;
+}
+
+template <class Items, class Out, class Op>
+void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
+                     const histogram_options& opts, const char* function) {
+  using namespace cpu_histogram;
+  if (items.report_out_of_range && opts.checks == check_mode::checked) {
+    const std::int64_t bad = first_out_of_range(cpu, items, bins);
+    if (bad >= 0) throw_bad_index(function, bad, static_cast<long long>(items.a[bad]), bins);
+  }
+  // Counting accumulates int64 counts; otherwise the value type itself.
+  using Acc = std::conditional_t<Items::unit, std::int64_t, typename Items::value_type>;
+  const auto value_of = [&](std::int64_t i) -> Acc {
+    if constexpr (Items::unit) return 1;
+    else return items.value(items.b[i]);
+  };
+  const auto merge = [&](Out& o, const Acc& v) {
+    if constexpr (Items::unit) o = static_cast<Out>(o + static_cast<Out>(v));
+    else o = op(o, static_cast<Out>(v));
+  };
+  const auto identity = [&] {
+    if constexpr (Items::unit) return Acc(0);
+    else return op.template identity<Acc>();
+  };
+  const int threads = std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count(cpu), items.n));
+
+  if (static_cast<std::size_t>(bins) * threads * sizeof(Acc) <= kPrivateBudget) {
+    std::vector<Acc> copies(static_cast<std::size_t>(bins) * threads);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      Acc* mine = copies.data() + static_cast<std::size_t>(t) * bins;
+      std::fill(mine, mine + bins, identity());
+#pragma omp for schedule(static)
+      for (std::int64_t i = 0; i < items.n; ++i) {
+        const std::int64_t k = items.key(items.a[i]);
+        if (k < 0 || k >= bins) continue;
+        if constexpr (Items::unit) ++mine[k];
+        else mine[k] = op(mine[k], value_of(i));
+      }
+      // Implicit barrier above; now merge bin ranges in thread order.
+#pragma omp for schedule(static)
+      for (std::int64_t k = 0; k < bins; ++k)
+        for (int s = 0; s < threads; ++s) merge(out[k], copies[static_cast<std::size_t>(s) * bins + k]);
+    }
+    return;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::int64_t i = 0; i < items.n; ++i) {
+    const std::int64_t k = items.key(items.a[i]);
+    if (k < 0 || k >= bins) continue;
+    if constexpr (Items::unit) atomic_combine(out[k], Out(1), plus{});
+    else atomic_combine(out[k], static_cast<Out>(value_of(i)), op);
+  }
+}
+
+template <class A, class B, class Key, class V>
+void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
+                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function) {
+  int bits = opts.fixed_point_bits;
+  const bool checked = opts.checks == check_mode::checked;
+  if (bits == kDeriveFixedPointScale) {
+    double largest = 0;
+    bool finite = true;
+#pragma omp parallel for num_threads(cpu_histogram::thread_count(cpu)) reduction(max : largest) \
+    reduction(&& : finite)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double v = std::fabs(static_cast<double>(b[i]));
+      finite = finite && std::isfinite(v);
+      largest = std::max(largest, std::isfinite(v) ? v : 0.0);
+    }
+    if (!finite && checked) throw_fixed_point_range(function, 0, n);
+    bits = largest > 0 ? derived_fixed_point_bits(std::ilogb(largest), n) : 0;
+  }
+  unsigned bad = 0;
+  const fixed_point_value quantize{bits, nullptr, fixed_point_headroom_bits(n), &bad};
+  scatter_items<A, B, Key, fixed_point_value> items{report_out_of_range, a, b, n, key, quantize};
+  std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
+  execute_scatter(cpu, items, bins, sums.data(), plus{}, opts, function);
+  if (bad && checked) throw_fixed_point_range(function, bits, n);
+  for (std::int64_t k = 0; k < bins; ++k)
+    out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,72 @@
+// Vectorised loads: V consecutive elements in one (or two) 16-byte, 8-byte or
+// 4-byte transactions when the address allows, element by element otherwise.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace tally::device {
+
+/// V elements held in registers.
+template <class T, int V>
+struct vector_of {
+  T v[V];
+};
+
+/// The widest power-of-two load width, at most 16 bytes, that divides `bytes`.
+constexpr int load_width(int bytes) { return bytes % 16 == 0 ? 16 : bytes % 8 == 0 ? 8 : bytes % 4 == 0 ? 4 : bytes % 2 == 0 ? 2 : 1; }
+
+/// True when p is aligned for load_vector<T, V, true>.
+template <class T, int V>
+inline bool vector_aligned(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % load_width(static_cast<int>(sizeof(T)) * V) == 0;
+}
+
+/// Loads p[0..V). Aligned: p is aligned to load_width(sizeof(T)·V) (see
+/// vector_aligned), and the load is as wide as that allows (LDG.128 for 16
+/// bytes). Unaligned: element by element, needing only T's own alignment.
+/// Uses the read-only data path: the data must not change during the kernel.
+template <class T, int V, bool Aligned>
+__device__ __forceinline__ vector_of<T, V> load_vector(const T* p) {
+  vector_of<T, V> out;
+  constexpr int kBytes = static_cast<int>(sizeof(T)) * V;
+  constexpr int kWidth = load_width(kBytes);
+  if constexpr (Aligned && kWidth >= 4) {
+    using word = std::conditional_t<kWidth == 16, uint4, std::conditional_t<kWidth == 8, uint2, unsigned>>;
+    constexpr int kWords = kBytes / kWidth;
+    word words[kWords];
+    const word* src = reinterpret_cast<const word*>(p);
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) words[w] = __ldg(src + w);
+    memcpy(&out, words, kBytes);
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; ++e) out.v[e] = p[e];
+  }
+  return out;
+}
+
+/// How a span of n elements at p splits into an unaligned head, whole 16-byte
+/// vectors and a tail, for kernels that walk arbitrary spans with
+/// load_vector<T, 16/sizeof(T), true> on the body.
+struct vector_split {
+  std::int64_t head;     ///< elements before the first 16-byte boundary
+  std::int64_t vectors;  ///< whole 16-byte vectors after the head
+  std::int64_t tail;     ///< elements left after them
+};
+
+/// Splits [p, p+n) as described by vector_split. Pre: sizeof(T) divides 16
+/// and p is aligned to sizeof(T); otherwise everything is head.
+template <class T>
+__host__ __device__ inline vector_split split_for_vectors(const T* p, std::int64_t n) {
+  constexpr std::int64_t kV = sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? 16 / sizeof(T) : 0;
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  if (kV == 0 || address % sizeof(T) != 0) return {n, 0, 0};
+  std::int64_t head = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(T));
+  if (head > n) head = n;
+  const std::int64_t vectors = (n - head) / kV;
+  return {head, vectors, n - head - vectors * kV};
+}
+
+}  // namespace tally::device

@@ -1,0 +1,155 @@
+// Choosing how the GPU backend runs a histogram or scatter (plain host code,
+// no CUDA needed, so the choice can be tested anywhere).
+//
+// The costs the choice weighs, for n elements into `bins` bins of `slot`
+// bytes on a device with P SMs:
+//   - reading the input: the floor for every strategy;
+//   - per-element atomics: cheap in shared memory, dear in global memory
+//     (H100: ~73 G random global atomics/s, and one address serialises:
+//     plain int32 atomics take 7.3 ms for 10^7 elements into 1 bin);
+//   - privatised bins cost zeroing plus one global atomic per bin per copy
+//     at the end: (blocks / cluster) × bins atomics, so large bin counts want
+//     large clusters (fewer copies of the bins on the chip).
+// Hence, in order:
+//   1. shared_memory while the bins fit one block's shared memory (up to
+//      ~200 KB: 50K int32 bins), a cluster sharing out the flush when
+//      blocks × bins would need many atomics;
+//   2. cluster_memory (Hopper) while they fit a cluster's shared memories
+//      (up to 16 blocks × ~200 KB);
+//   3. global atomics beyond, warp-aggregated on sampled evidence of equal
+//      keys (skewed inputs), plain otherwise.
+// Warp aggregation in shared memory pays only when a warp's 32 lanes often
+// share bins: up to kAggregateBins bins.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "tally/core/error.hpp"
+#include "tally/histogram.hpp"
+
+namespace tally::detail {
+
+/// Shared memory a privatised block may use: leaves room for the runtime's
+/// reserve and a second block per SM when the bins are small.
+inline constexpr std::size_t kMaxSharedBytes = 200 * 1024;
+/// Budget for several private copies of few bins (copies cut contention).
+inline constexpr std::size_t kCopiesBytes = 16 * 1024;
+inline constexpr int kMaxCopies = 16;
+/// Bins up to which warps aggregate equal keys before shared-memory atomics.
+inline constexpr std::int64_t kAggregateBins = 64;
+/// Flush atomics above which the flush is shared out over a cluster.
+inline constexpr std::int64_t kFlushAtomics = std::int64_t(1) << 18;
+/// Largest cluster tried (16 is Hopper's non-portable maximum).
+inline constexpr int kMaxCluster = 16;
+/// Threads per block of the privatised and of the global kernels.
+inline constexpr int kPrivatizedThreads = 512;
+inline constexpr int kGlobalThreads = 256;
+
+/// What the chooser needs to know about the call and the device.
+struct histogram_problem {
+  std::int64_t n = 0;
+  std::int64_t bins = 0;
+  std::size_t slot_bytes = 4;         ///< bytes per privatised bin
+  bool shared_atomics = true;         ///< the value type has shared-memory atomics for this operator
+  int sm_count = 1;
+  std::size_t shared_per_block = 48 * 1024;  ///< opt-in maximum
+  std::size_t shared_per_sm = 100 * 1024;
+  bool clusters = false;              ///< compute capability 9.0 or later
+};
+
+/// How to run it. cluster and copies mean what the kernels say
+/// (kernels/histogram_privatized.cuh).
+struct histogram_plan {
+  histogram_strategy strategy = histogram_strategy::plain_atomics;
+  int cluster = 1;
+  int copies = 1;
+  bool aggregate = false;  ///< warp-aggregate before each atomic (global: sampled when automatic)
+  bool sampled = false;    ///< global strategies: aggregate on sampled evidence only
+  std::size_t shared_bytes = 0;
+};
+
+inline std::size_t shared_budget(const histogram_problem& p) {
+  const std::size_t reserve = 1024;
+  return p.shared_per_block > reserve ? std::min(kMaxSharedBytes, p.shared_per_block - reserve) : 0;
+}
+
+inline std::int64_t bin_bytes(const histogram_problem& p) { return p.bins * static_cast<std::int64_t>(p.slot_bytes); }
+
+inline bool fits_block(const histogram_problem& p) {
+  return p.shared_atomics && bin_bytes(p) <= static_cast<std::int64_t>(shared_budget(p));
+}
+
+inline bool fits_cluster(const histogram_problem& p) {
+  return p.shared_atomics && p.clusters &&
+         bin_bytes(p) <= static_cast<std::int64_t>(shared_budget(p)) * kMaxCluster;
+}
+
+inline histogram_plan plan_shared(const histogram_problem& p) {
+  histogram_plan plan;
+  plan.strategy = histogram_strategy::shared_memory;
+  const std::int64_t one = std::max<std::int64_t>(bin_bytes(p), 1);
+  plan.copies = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(kCopiesBytes) / one, 1, kMaxCopies));
+  plan.aggregate = p.bins <= kAggregateBins;
+  plan.shared_bytes = static_cast<std::size_t>(one * plan.copies);
+  const std::int64_t blocks_per_sm =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(4, p.shared_per_sm / (plan.shared_bytes + 1024)));
+  const std::int64_t blocks = blocks_per_sm * p.sm_count;
+  if (p.clusters && blocks * p.bins > kFlushAtomics) plan.cluster = 8;  // portable size; the launcher may shrink it
+  return plan;
+}
+
+inline histogram_plan plan_cluster(const histogram_problem& p) {
+  histogram_plan plan;
+  plan.strategy = histogram_strategy::cluster_memory;
+  const std::int64_t budget = static_cast<std::int64_t>(shared_budget(p));
+  int cluster = 2;
+  while (cluster < kMaxCluster && bin_bytes(p) > budget * cluster) cluster *= 2;
+  // Fewer, larger clusters mean fewer flush atomics (one per bin per cluster).
+  while (cluster < kMaxCluster && (p.sm_count / cluster) * p.bins > 4 * kFlushAtomics) cluster *= 2;
+  plan.cluster = cluster;
+  const std::int64_t slice = (p.bins + cluster - 1) / cluster;
+  plan.shared_bytes = static_cast<std::size_t>(std::max<std::int64_t>(slice * static_cast<std::int64_t>(p.slot_bytes), 16));
+  return plan;
+}
+
+inline histogram_plan plan_global(bool aggregate, bool sampled) {
+  histogram_plan plan;
+  plan.strategy = aggregate ? histogram_strategy::aggregated_atomics : histogram_strategy::plain_atomics;
+  plan.aggregate = aggregate;
+  plan.sampled = sampled;
+  return plan;
+}
+
+/// The plan for `problem` under `forced` (automatic: the rules above).
+/// Throws invalid_argument (naming options.strategy) when a forced strategy
+/// cannot run this problem (bins too large for shared or cluster memory).
+inline histogram_plan choose_histogram_plan(const histogram_problem& p, histogram_strategy forced,
+                                            const char* function) {
+  switch (forced) {
+    case histogram_strategy::shared_memory:
+      if (!fits_block(p))
+        throw_invalid_argument(function, "options.strategy",
+                               "is shared_memory but " + std::to_string(p.bins) + " bins do not fit a block");
+      return plan_shared(p);
+    case histogram_strategy::cluster_memory:
+      if (!fits_cluster(p))
+        throw_invalid_argument(function, "options.strategy",
+                               "is cluster_memory but " + std::to_string(p.bins) +
+                                   " bins do not fit a cluster (or the GPU has no clusters)");
+      return plan_cluster(p);
+    case histogram_strategy::aggregated_atomics: return plan_global(true, false);
+    case histogram_strategy::plain_atomics: return plan_global(false, false);
+    case histogram_strategy::automatic: break;
+  }
+  // Privatising costs ~bins per block in zeroing and flushing: only with
+  // enough elements to amortise it.
+  const bool enough_elements = p.n >= p.bins;
+  if (enough_elements && fits_block(p)) return plan_shared(p);
+  if (enough_elements && fits_cluster(p)) return plan_cluster(p);
+  return plan_global(true, true);
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,109 @@
+// Walking a scatter's elements on the GPU: 16-byte loads of the keys' array
+// (and of the values' array where it is aligned alike), several loads in
+// flight per thread, and every lane of a warp visiting the same number of
+// times so that visitors may use warp intrinsics (match, ballot, shuffles).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tally/histogram.hpp"
+
+namespace tally::kernels::histogram {
+
+template <class T>
+__device__ __forceinline__ bool is_aligned16(const T* p) {
+  return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+/// Loads N consecutive elements at p: 16-byte loads when `vectorised` (p
+/// 16-aligned) and the run is whole vectors, element loads otherwise.
+template <class T, int N>
+__device__ __forceinline__ void load_run(const T* p, T (&out)[N], bool vectorised) {
+  if constexpr (std::is_same_v<T, ::tally::detail::unit_weight>) {
+    return;
+  } else {
+    if constexpr ((N * sizeof(T)) % 16 == 0) {
+      if (vectorised) {
+        constexpr int kVectors = static_cast<int>(N * sizeof(T) / 16);
+        uint4 raw[kVectors];
+#pragma unroll
+        for (int v = 0; v < kVectors; ++v) raw[v] = __ldg(reinterpret_cast<const uint4*>(p) + v);
+        std::memcpy(static_cast<void*>(out), raw, sizeof(out));
+        return;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < N; ++j) out[j] = p[j];
+  }
+}
+
+/// Elements per 16-byte load of the key array.
+template <class A>
+inline constexpr int kRun = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A));
+
+/// Calls visit(in_range, element, key, value_source) for every element of
+/// items, where in_range tells whether the lane holds an element this call.
+/// Every lane of every warp calls visit the same number of times (lanes
+/// without an element pass in_range = false), so visit may use warp-wide
+/// intrinsics over the full mask. Pre: blockDim.x is a multiple of 32.
+template <class Items, class Visit>
+__device__ __forceinline__ void for_each_element(const Items& items, Visit&& visit) {
+  using A = typename Items::first_type;
+  using B = typename Items::second_type;
+  constexpr int N = kRun<A>;
+  constexpr int U = Items::unit ? 4 : 2;  // loads in flight per thread
+  const std::int64_t n = items.n;
+  const auto address = reinterpret_cast<std::uintptr_t>(items.a);
+  // Elements before the first 16-byte boundary of a; all of them if a is
+  // not even element-aligned (then every load is an element load).
+  std::int64_t head = address % alignof(A) == 0 ? ((16 - address % 16) % 16) / sizeof(A) : n;
+  head = head < n ? head : n;
+  const std::int64_t runs = (n - head) / N;
+  const std::int64_t tail = head + runs * N;
+  bool vector_b = false;
+  if constexpr (!Items::unit) vector_b = is_aligned16(items.b + head);
+
+  const int lane = threadIdx.x & 31;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
+
+  for (std::int64_t r0 = warp * 32 * U; r0 < runs; r0 += warps * 32 * U) {
+    A a[U][N];
+    B b[U][N];
+    bool has[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t r = r0 + u * 32 + lane;
+      has[u] = r < runs;
+      if (has[u]) {
+        load_run(items.a + head + r * N, a[u], true);
+        if constexpr (!Items::unit) load_run(items.b + head + r * N, b[u], vector_b);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < N; ++j) {
+        const std::int64_t i = head + (r0 + u * 32 + lane) * N + j;
+        visit(has[u], i, has[u] ? items.key(a[u][j]) : std::int64_t(-1), b[u][j]);
+      }
+  }
+  // The elements before the first boundary and after the last whole run.
+  const std::int64_t extras = head + (n - tail);
+  for (std::int64_t e0 = warp * 32; e0 < extras; e0 += warps * 32) {
+    const std::int64_t e = e0 + lane;
+    const bool has = e < extras;
+    const std::int64_t i = e < head ? e : tail + (e - head);
+    B b{};
+    std::int64_t key = -1;
+    if (has) {
+      key = items.key(items.a[i]);
+      if constexpr (!Items::unit) b = items.b[i];
+    }
+    visit(has, i, key, b);
+  }
+}
+
+}  // namespace tally::kernels::histogram

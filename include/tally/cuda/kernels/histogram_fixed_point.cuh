@@ -1,0 +1,57 @@
+// The two small kernels around a deterministic (fixed-point) scatter-add:
+// the largest |value| (to derive the scale on the device, no host round
+// trip) and the conversion of the exact int64 sums back to floating point.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tally/histogram.hpp"
+
+namespace tally::kernels::histogram {
+
+/// Scratch words (in the workspace's zeroed bytes) of a deterministic call.
+struct fixed_point_words {
+  unsigned long long largest_bits;  ///< bits of max|v| as a double (ordered like the values)
+  unsigned bad;                     ///< a value outside the contract
+  int bits;                         ///< the scale s, derived on the device
+};
+
+/// words->largest_bits = max over i of the bits of |double(b[i])|; NaN and
+/// inf raise words->bad. Grid-stride.
+template <class B>
+__global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point_words* words) {
+  unsigned long long largest = 0;
+  bool bad = false;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const double v = std::fabs(static_cast<double>(b[i]));
+    if (!isfinite(v)) bad = true;
+    else largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
+  }
+  // Non-negative doubles order like their bit patterns.
+  for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(0xffffffffu, largest, offset));
+  if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
+  if (bad) atomicOr(&words->bad, 1u);
+}
+
+/// One thread: words->bits = the derived scale (histogram.hpp), and clears
+/// largest_bits (the zeroed bytes must be left zero).
+template <class Unused = void>  // a template, so the header may be included by many sources
+__global__ void derive_scale_kernel(std::int64_t n, fixed_point_words* words) {
+  const double largest = __longlong_as_double(static_cast<long long>(words->largest_bits));
+  words->bits = largest > 0 ? ::tally::detail::derived_fixed_point_bits(ilogb(largest), n) : 0;
+  words->largest_bits = 0;
+}
+
+/// out[k] = out[k] + V(sums[k]·2^-s); s from *bits_on_device or `bits`.
+template <class V>
+__global__ void fixed_point_finish_kernel(const long long* sums, std::int64_t bins, const int* bits_on_device,
+                                          int bits, V* out) {
+  const int s = bits_on_device ? *bits_on_device : bits;
+  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < bins;
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[k] = out[k] + static_cast<V>(ldexp(static_cast<double>(sums[k]), -s));
+}
+
+}  // namespace tally::kernels::histogram

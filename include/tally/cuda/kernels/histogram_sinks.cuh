@@ -1,0 +1,104 @@
+// Where a scatter's updates land, for every strategy: one `add` per element
+// slot, called by all 32 lanes together (for_each_element guarantees it).
+//
+// A sink maps a key to an address (a private shared-memory copy, a cluster
+// peer's shared memory, or the output in global memory) and updates it
+// atomically, either lane by lane or warp-aggregated: lanes with equal keys
+// combine first (one __match_any_sync) and one lane per key does the atomic.
+// Counting (unit) sinks add the group's size, found with a popcount.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tally/core/operators.hpp"
+#include "tally/cuda/device/atomic.cuh"
+#include "tally/cuda/device/warp_aggregated.cuh"
+
+namespace tally::kernels::histogram {
+
+/// When a sink aggregates a warp's equal keys before its atomics.
+enum class aggregation : int {
+  never,    ///< one atomic per element
+  always,   ///< match every step
+  sampled,  ///< match one step in kSampleEvery; aggregate the next ones only if it found equal keys
+};
+inline constexpr unsigned kSampleEvery = 16;
+
+/// *p = op(*p, v) atomically; plus goes to the hardware add (complex: per
+/// component), other operators to atomic_update.
+template <class T, class Op>
+__device__ __forceinline__ void combine_atomically(T* p, const T& v, const Op& op) {
+  if constexpr (std::is_same_v<Op, plus>) device::atomic_add_per_thread(p, v);
+  else device::atomic_accumulate(p, v, op);
+}
+
+/// True when v is bit for bit the operator's identity: such partials are not flushed.
+template <class T>
+__device__ __forceinline__ bool same_bits(const T& a, const T& b) {
+  static_assert(sizeof(T) % 4 == 0);
+  unsigned wa[sizeof(T) / 4], wb[sizeof(T) / 4];
+  std::memcpy(wa, &a, sizeof(T));
+  std::memcpy(wb, &b, sizeof(T));
+  bool same = true;
+#pragma unroll
+  for (unsigned w = 0; w < sizeof(T) / 4; ++w) same = same && wa[w] == wb[w];
+  return same;
+}
+
+/// The update part shared by every sink. S: the stored type (unsigned counts
+/// for counting in shared memory, else the value type); Locate: key -> S*.
+template <class S, class Op, bool Unit, class Locate>
+struct atomic_sink {
+  Locate locate;
+  Op op;
+  aggregation mode;
+  bool narrow_keys;  ///< every key fits 32 bits: match on 32 bits (cheaper)
+  unsigned step = 0;
+  bool hot = true;
+
+  template <class V>
+  __device__ __forceinline__ void add(bool valid, std::int64_t key, const V& value) {
+    bool aggregate = mode == aggregation::always;
+    if (mode == aggregation::sampled) {
+      if (step++ % kSampleEvery == 0) {
+        aggregate = true;  // this step measures
+        hot = false;
+      } else {
+        aggregate = hot;
+      }
+    }
+    if (!aggregate) {
+      if (valid) {
+        if constexpr (Unit) combine_atomically(locate(key), S(1), plus{});
+        else combine_atomically(locate(key), static_cast<S>(value), op);
+      }
+      return;
+    }
+    const unsigned active = __ballot_sync(0xffffffffu, valid);
+    bool shared_key = false;
+    if (valid) {
+      const device::warp_group g = narrow_keys ? device::group_by_key(active, static_cast<unsigned>(key))
+                                               : device::group_by_key(active, key);
+      shared_key = g.size() > 1;
+      if constexpr (Unit) {
+        if (__ffs(g.members) - 1 == g.lane) combine_atomically(locate(key), static_cast<S>(g.size()), plus{});
+      } else {
+        const S total = device::group_inclusive_scan(g, static_cast<S>(value), op);
+        if (g.is_writer()) combine_atomically(locate(key), total, op);
+      }
+    }
+    if (mode == aggregation::sampled && (step - 1) % kSampleEvery == 0)
+      hot = __any_sync(0xffffffffu, shared_key);
+  }
+};
+
+/// Keys index an array directly (global output or a private copy).
+template <class S>
+struct locate_direct {
+  S* base;
+  __device__ __forceinline__ S* operator()(std::int64_t key) const { return base + key; }
+};
+
+}  // namespace tally::kernels::histogram

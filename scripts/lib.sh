@@ -1,0 +1,44 @@
+# shellcheck shell=bash
+# Shared by scripts/setup, test, run-bench and gpu-check (sourced, not run).
+# Finds the tools the build needs; installs nothing.
+
+# The repository root.
+TALLY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# CMake 3.26 is the first that knows nvcc's C++20 flags (Debian 12 ships 3.25);
+# scripts/setup puts a newer one from PyPI here when the system's is older.
+TALLY_TOOLS_DIR="$TALLY_ROOT/build-tools"
+TALLY_MIN_CMAKE=3.26
+
+# Prints the version of the cmake at $1 (e.g. 3.25.1), or nothing.
+cmake_version() { "$1" --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p'; }
+
+# True when version $1 >= version $2.
+version_at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = "$2" ]; }
+
+# Sets CMAKE and CTEST to a cmake new enough for the project, or returns 1.
+find_cmake() {
+  local candidate
+  for candidate in "$TALLY_TOOLS_DIR/cmake-venv/bin/cmake" "$(command -v cmake 2>/dev/null)"; do
+    [ -n "$candidate" ] && [ -x "$candidate" ] || continue
+    if version_at_least "$(cmake_version "$candidate")" "$TALLY_MIN_CMAKE"; then
+      CMAKE=$candidate
+      CTEST=$(dirname "$candidate")/ctest
+      [ -x "$CTEST" ] || CTEST=ctest
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Puts nvcc on PATH (and in CUDACXX) when it is installed in the usual place.
+find_cuda() {
+  if ! command -v nvcc >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    export PATH="/usr/local/cuda/bin:$PATH"
+  fi
+  command -v nvcc >/dev/null 2>&1 || return 1
+  export CUDACXX=${CUDACXX:-$(command -v nvcc)}
+}
+
+# Parallel build jobs: one per core.
+build_jobs() { nproc 2>/dev/null || echo 2; }

@@ -1,0 +1,73 @@
+// Shared shape of the reduce tests: a fixture with a fresh random seed (traced
+// on every failure), helpers that copy host inputs to the backend's memory,
+// run one call into a poisoned output and read the result back, and the
+// sizes around every boundary of the tree.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends.hpp"
+#include "random.hpp"
+#include "reference.hpp"
+
+namespace tally::testing {
+
+/// Fixture of every reduce test: skips GPU instances without a GPU and
+/// prints the random seed beside any failure.
+template <class Side>
+class reduce_test : public on_backend<Side> {
+ protected:
+  random_source rng;
+
+ private:
+  ::testing::ScopedTrace seed_trace_{__FILE__, __LINE__, rng.trace()};
+};
+
+/// Copies `host` to Side's memory, starting `offset` elements past an aligned
+/// address, runs call(x, n, out) with out poisoned, and returns *out.
+template <class Side, class Out, class T, class Call>
+Out run_unary(const std::vector<T>& host, std::size_t offset, const Call& call) {
+  buffer<T> x(Side::on_gpu, host.size(), offset);
+  x.write(host);
+  buffer<Out> out(Side::on_gpu, 1);
+  call(static_cast<const T*>(x.data()), static_cast<std::int64_t>(host.size()), out.data());
+  return out.read()[0];
+}
+
+/// run_unary for two inputs of equal length: call(x, y, n, out).
+template <class Side, class Out, class T, class U, class Call>
+Out run_binary(const std::vector<T>& host_x, const std::vector<U>& host_y, std::size_t offset, const Call& call) {
+  buffer<T> x(Side::on_gpu, host_x.size(), offset);
+  buffer<U> y(Side::on_gpu, host_y.size(), offset);
+  x.write(host_x);
+  y.write(host_y);
+  buffer<Out> out(Side::on_gpu, 1);
+  call(static_cast<const T*>(x.data()), static_cast<const U*>(y.data()), static_cast<std::int64_t>(host_x.size()),
+       out.data());
+  return out.read()[0];
+}
+
+/// reduce(Side's backend, x, n, out, op, opts) on a copy of `host`.
+template <class Side, class Out, class T, class Op = plus>
+Out reduce_on(const std::vector<T>& host, std::size_t offset = 0, Op op = {}, const options& opts = {}) {
+  return run_unary<Side, Out>(host, offset, [&](const T* x, std::int64_t n, Out* out) {
+    tally::reduce(Side::backend(), x, n, out, op, opts);
+  });
+}
+
+/// Sizes around every boundary of the tree for vectors of V elements:
+/// 0, 1, a warp, V, a row, a tile, a group (each ±1). `largest` caps them.
+inline std::vector<std::int64_t> boundary_sizes(int v, std::int64_t largest) {
+  const std::int64_t row = std::int64_t{tree::kRowVectors} * v, tile = std::int64_t{tree::kTileVectors} * v;
+  const std::int64_t group = tree::kGroupTiles * tile;
+  std::vector<std::int64_t> sizes = {0, 1, 2, 3, 31, 32, 33};
+  for (std::int64_t b : {std::int64_t{v}, row, tile, 2 * tile, group})
+    for (std::int64_t d : {-1, 0, 1})
+      if (b + d >= 0 && b + d <= largest) sizes.push_back(b + d);
+  return sizes;
+}
+
+}  // namespace tally::testing

@@ -1,0 +1,187 @@
+// Histograms on both backends: exact integer counts against a host
+// reference with the same bin formula, for every bin-count regime (a block's
+// shared memory, a cluster's, global atomics) and every forced strategy.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "test_histogram_support.hpp"
+
+namespace tally::testing {
+namespace {
+
+template <class Side>
+class Histogram : public on_backend<Side> {};
+TYPED_TEST_SUITE(Histogram, backends, backend_names);
+
+template <class Side, class Count>
+void check_even(random_source& rng, std::size_t n, std::int64_t bins, tally::histogram_options opts = {},
+                std::size_t offset = 0) {
+  SCOPED_TRACE(rng.trace() + " n=" + std::to_string(n) + " bins=" + std::to_string(bins));
+  const double lo = -2.5, hi = 7.0;
+  const auto x = samples_with_outliers(rng, n, lo, hi);
+  buffer<double> samples(Side::on_gpu, n, offset);
+  buffer<Count> counts(Side::on_gpu, static_cast<std::size_t>(bins));
+  samples.write(x);
+  tally::histogram_even(Side::backend(), samples.data(), static_cast<std::int64_t>(n), bins, lo, hi,
+                        counts.data(), opts);
+  EXPECT_EQ(counts.read(), (reference_even<Count>(x, bins, lo, hi)));
+}
+
+TYPED_TEST(Histogram, EvenCountsAreExactAtEveryBinCount) {
+  random_source rng;
+  for (std::int64_t bins : {1, 2, 10, 64, 65, 1000, 12000, 70000, 300000, 2000000}) {
+    check_even<TypeParam, std::int32_t>(rng, 200003, bins);
+  }
+  check_even<TypeParam, std::int64_t>(rng, 100000, 100);
+  check_even<TypeParam, double>(rng, 100000, 100);
+  check_even<TypeParam, float>(rng, 100000, 5);
+}
+
+TYPED_TEST(Histogram, SizesAroundBoundariesAndUnalignedSamples) {
+  random_source rng;
+  for (std::size_t n : {0, 1, 2, 31, 32, 33, 1023, 1025, 65537})
+    for (std::size_t offset : {0, 1}) check_even<TypeParam, std::int32_t>(rng, n, 17, {}, offset);
+}
+
+TYPED_TEST(Histogram, EveryForcedStrategyGivesTheSameCounts) {
+  random_source rng;
+  for (std::int64_t bins : {1, 31, 3000, 40000}) {
+    for (auto s : kAllStrategies) {
+      if (TypeParam::on_gpu && !strategy_fits(s, bins, 4)) continue;
+      SCOPED_TRACE(tally::to_string(s));
+      tally::histogram_options opts;
+      opts.strategy = s;
+      tally::histogram_strategy chosen = tally::histogram_strategy::automatic;
+      opts.chosen = &chosen;
+      check_even<TypeParam, std::int32_t>(rng, 150001, bins, opts);
+      if (TypeParam::on_gpu && s != tally::histogram_strategy::automatic) EXPECT_EQ(chosen, s);
+      for (int grid : {1, 3, 64}) {  // the result must not depend on the grid
+        opts.grid_blocks = grid;
+        check_even<TypeParam, std::int32_t>(rng, 50001, bins, opts);
+      }
+    }
+  }
+}
+
+TYPED_TEST(Histogram, EverySampleInOneBin) {
+  using S = TypeParam;
+  const std::size_t n = 1 << 20;
+  for (std::int64_t bins : {1, 100, 100000}) {
+    std::vector<double> x(n, 0.25);
+    buffer<double> samples(S::on_gpu, n);
+    buffer<std::int64_t> counts(S::on_gpu, static_cast<std::size_t>(bins));
+    samples.write(x);
+    tally::histogram_even(S::backend(), samples.data(), static_cast<std::int64_t>(n), bins, 0.0, 1.0,
+                          counts.data());
+    auto expected = std::vector<std::int64_t>(static_cast<std::size_t>(bins), 0);
+    expected[static_cast<std::size_t>(0.25 * static_cast<double>(bins))] = static_cast<std::int64_t>(n);
+    EXPECT_EQ(counts.read(), expected) << "bins=" << bins;
+  }
+}
+
+TYPED_TEST(Histogram, RangeCountsMatchUpperBound) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (std::int64_t num_levels : {2, 3, 50, 5000}) {
+    std::vector<double> levels(static_cast<std::size_t>(num_levels));
+    double v = -1;
+    for (auto& l : levels) l = (v += rng.real(0.001, 1.0));
+    const auto x = samples_with_outliers(rng, 100003, levels.front() - 0.5, levels.back() + 0.5);
+    std::vector<std::int32_t> expected(levels.size() - 1, 0);
+    for (double s : x) {
+      if (!(s >= levels.front() && s < levels.back())) continue;
+      ++expected[static_cast<std::size_t>(std::upper_bound(levels.begin(), levels.end(), s) - levels.begin() - 1)];
+    }
+    buffer<double> samples(S::on_gpu, x.size());
+    buffer<std::int32_t> counts(S::on_gpu, expected.size());
+    samples.write(x);
+    tally::histogram_range(S::backend(), samples.data(), static_cast<std::int64_t>(x.size()), levels.data(),
+                           num_levels, counts.data());
+    EXPECT_EQ(counts.read(), expected) << "num_levels=" << num_levels;
+  }
+}
+
+struct modulo_bins {
+  std::int32_t m;
+  __host__ __device__ std::int64_t operator()(std::int32_t v) const { return v < 0 ? -1 : v % m; }
+};
+
+TYPED_TEST(Histogram, CustomBinFunctionOnIntegers) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  std::vector<std::int32_t> x(77777);
+  for (auto& v : x) v = static_cast<std::int32_t>(rng.integer(-100, 1000000));
+  const std::int64_t bins = 37;
+  std::vector<std::int32_t> expected(bins, 0);
+  for (auto v : x)
+    if (v >= 0) ++expected[static_cast<std::size_t>(v % 37)];
+  buffer<std::int32_t> samples(S::on_gpu, x.size());
+  buffer<std::int32_t> counts(S::on_gpu, bins);
+  samples.write(x);
+  tally::histogram_custom(S::backend(), samples.data(), static_cast<std::int64_t>(x.size()), bins, modulo_bins{37},
+                          counts.data());
+  EXPECT_EQ(counts.read(), expected);
+}
+
+TYPED_TEST(Histogram, WeightedSumsMatchALongDoubleReference) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 300001;
+  for (std::int64_t bins : {1, 10, 5000, 100000}) {
+    const auto x = samples_with_outliers(rng, n, 0.0, 1.0);
+    std::vector<double> w(n);
+    for (auto& v : w) v = rng.real(-1.0, 3.0);
+    const auto key = tally::detail::make_even_bins("ref", bins, 0.0, 1.0);
+    std::vector<long double> exact(static_cast<std::size_t>(bins), 0.0L), magnitude(exact);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto k = key(x[i]);
+      if (k < 0) continue;
+      exact[static_cast<std::size_t>(k)] += w[i];
+      magnitude[static_cast<std::size_t>(k)] += std::fabs(w[i]);
+    }
+    buffer<double> samples(S::on_gpu, n), weights(S::on_gpu, n), sums(S::on_gpu, static_cast<std::size_t>(bins));
+    samples.write(x);
+    weights.write(w);
+    tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), static_cast<std::int64_t>(n), bins,
+                                   0.0, 1.0, sums.data());
+    const auto got = sums.read();
+    for (std::size_t k = 0; k < got.size(); ++k)
+      ASSERT_NEAR(got[k], static_cast<double>(exact[k]), 1e-13 * static_cast<double>(magnitude[k]) + 1e-300)
+          << "bin " << k << " of " << bins;
+  }
+}
+
+TYPED_TEST(Histogram, BadArgumentsAreRejected) {
+  using S = TypeParam;
+  buffer<double> samples(S::on_gpu, 8);
+  buffer<std::int32_t> counts(S::on_gpu, 8);
+  expect_invalid([&] { tally::histogram_even(S::backend(), samples.data(), 8, 0, 0.0, 1.0, counts.data()); },
+                 {"tally::histogram_even", "'bins'"});
+  expect_invalid([&] { tally::histogram_even(S::backend(), samples.data(), 8, 4, 1.0, 1.0, counts.data()); },
+                 {"tally::histogram_even", "'lo'"});
+  expect_invalid([&] { tally::histogram_even(S::backend(), samples.data(), 8, 4, 2.0, 1.0, counts.data()); },
+                 {"tally::histogram_even", "'lo'"});
+  const double unsorted[] = {0.0, 2.0, 1.0, 3.0};
+  expect_invalid([&] { tally::histogram_range(S::backend(), samples.data(), 8, unsorted, 4, counts.data()); },
+                 {"tally::histogram_range", "'levels'"});
+  expect_invalid([&] { tally::histogram_range(S::backend(), samples.data(), 8, unsorted, 1, counts.data()); },
+                 {"tally::histogram_range", "'num_levels'"});
+  expect_invalid(
+      [&] { tally::histogram_even(S::backend(), static_cast<const double*>(nullptr), 8, 4, 0.0, 1.0, counts.data()); },
+      {"tally::histogram_even", "'samples'"});
+  if (S::on_gpu) {
+    tally::histogram_options opts;
+    opts.strategy = tally::histogram_strategy::shared_memory;
+    buffer<std::int32_t> many(S::on_gpu, 10000000);
+    expect_invalid([&] { tally::histogram_even(S::backend(), samples.data(), 8, 10000000, 0.0, 1.0, many.data(), opts); },
+                   {"tally::histogram_even", "'options.strategy'"});
+  }
+}
+
+}  // namespace
+}  // namespace tally::testing

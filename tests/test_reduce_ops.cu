@@ -1,0 +1,204 @@
+// Every operator: multiplies, minimum, maximum, arg_min, arg_max, the bitwise
+// ones and a user operator that is not commutative. Each result equals the
+// fixed tree bit for bit and the exact answer (a sequential fold where the
+// operator is exact, a long double product otherwise).
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reduce_fixture.hpp"
+#include "user_operators.hpp"
+
+namespace tally::testing {
+namespace {
+
+std::string trace_of(const std::string& what, std::int64_t n, std::size_t offset) {
+  return what + ", n = " + std::to_string(n) + ", offset " + std::to_string(offset);
+}
+
+template <class Side>
+class ReduceOps : public reduce_test<Side> {};
+TYPED_TEST_SUITE(ReduceOps, backends, backend_names);
+
+/// Product of n values of T: odd integers (so the wrapped product never
+/// collapses to zero) or reals near 1 (so it neither overflows nor vanishes).
+template <class Side, class T, class Out = default_accumulator_t<T>>
+void check_product(random_source& rng, std::int64_t n) {
+  const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+  SCOPED_TRACE(trace_of("product of " + type_name<T>() + " into " + type_name<Out>(), n, offset));
+  std::vector<T> x;
+  if constexpr (std::is_integral_v<T>) {
+    x = random_values<T>(rng, static_cast<std::size_t>(n));
+    for (T& v : x) v |= T(1);
+  } else {
+    x = random_values<T>(rng, static_cast<std::size_t>(n), 0.97, 1.03);
+  }
+  const Out got = reduce_on<Side, Out>(x, offset, multiplies{});
+  EXPECT_PRED_FORMAT2(bitwise_equal, got, reduce_expected<Out>(x.data(), n, multiplies{}));
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<Out>;
+    U exact = 1;
+    for (T v : x) exact = static_cast<U>(exact * static_cast<U>(static_cast<Out>(v)));
+    EXPECT_EQ(got, static_cast<Out>(exact));
+  } else {
+    long double exact = 1;
+    for (T v : x) exact *= convert<double>(v);
+    // Each of the n - 1 multiplications errs by at most eps/2 relative.
+    const long double bound = (n + 1) * epsilon_of<accumulator_for_t<Out>> * std::fabs(exact);
+    EXPECT_TRUE(within<Out>(convert<double>(got), exact, bound));
+  }
+}
+
+TYPED_TEST(ReduceOps, MultipliesMatchesTreeAndExactProduct) {
+  using S = TypeParam;
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{37}, this->rng.integer(5000, 60000)}) {
+    check_product<S, std::int32_t>(this->rng, n);
+    check_product<S, std::int64_t>(this->rng, n);
+    check_product<S, std::uint32_t>(this->rng, n);
+    check_product<S, std::uint64_t>(this->rng, n);
+    check_product<S, float>(this->rng, n);
+    check_product<S, double>(this->rng, n);
+    check_product<S, half>(this->rng, n);
+    check_product<S, bfloat16, float>(this->rng, n);
+  }
+}
+
+/// minimum and maximum of n random T: the exact extremum, bitwise the tree.
+template <class Side, class T>
+void check_extrema(random_source& rng, std::int64_t n) {
+  using Out = default_accumulator_t<T>;
+  const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+  SCOPED_TRACE(trace_of("extrema of " + type_name<T>(), n, offset));
+  const auto x = random_values<T>(rng, static_cast<std::size_t>(n), -1000.0, 1000.0);
+  Out lo = convert<Out>(x[0]), hi = convert<Out>(x[0]);
+  for (T v : x) {
+    lo = std::min(lo, convert<Out>(v));
+    hi = std::max(hi, convert<Out>(v));
+  }
+  const Out got_min = reduce_on<Side, Out>(x, offset, minimum{});
+  const Out got_max = reduce_on<Side, Out>(x, offset, maximum{});
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_min, lo);
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_max, hi);
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_min, reduce_expected<Out>(x.data(), n, minimum{}));
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_max, reduce_expected<Out>(x.data(), n, maximum{}));
+}
+
+TYPED_TEST(ReduceOps, MinimumMaximumGiveExactExtrema) {
+  using S = TypeParam;
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{31}, this->rng.integer(100, 9000), this->rng.integer(100000, 300000)}) {
+    check_extrema<S, std::int32_t>(this->rng, n);
+    check_extrema<S, std::int64_t>(this->rng, n);
+    check_extrema<S, std::uint32_t>(this->rng, n);
+    check_extrema<S, std::uint64_t>(this->rng, n);
+    check_extrema<S, half>(this->rng, n);
+    check_extrema<S, bfloat16>(this->rng, n);
+    check_extrema<S, float>(this->rng, n);
+    check_extrema<S, double>(this->rng, n);
+  }
+}
+
+/// arg_min and arg_max over values with many ties: the first extremum's index.
+template <class Side, class T>
+void check_arg_extrema(random_source& rng, std::int64_t n) {
+  const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+  SCOPED_TRACE(trace_of("arg extrema of " + type_name<T>(), n, offset));
+  const auto x = random_integers<T>(rng, static_cast<std::size_t>(n), 1, 60);  // ties everywhere
+  std::int64_t first_min = 0, first_max = 0;
+  for (std::int64_t i = 1; i < n; ++i) {
+    if (convert<double>(x[i]) < convert<double>(x[first_min])) first_min = i;
+    if (convert<double>(x[i]) > convert<double>(x[first_max])) first_max = i;
+  }
+  using Out = value_index<T>;
+  const Out got_min = reduce_on<Side, Out>(x, offset, arg_min{});
+  const Out got_max = reduce_on<Side, Out>(x, offset, arg_max{});
+  EXPECT_EQ(got_min.index, first_min);
+  EXPECT_EQ(got_max.index, first_max);
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_min.value, x[first_min]);
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_max.value, x[first_max]);
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_min, reduce_expected<Out>(x.data(), n, arg_min{}));
+  EXPECT_PRED_FORMAT2(bitwise_equal, got_max, reduce_expected<Out>(x.data(), n, arg_max{}));
+}
+
+TYPED_TEST(ReduceOps, ArgMinArgMaxReturnFirstExtremum) {
+  using S = TypeParam;
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{33}, this->rng.integer(100, 9000), this->rng.integer(100000, 300000)}) {
+    check_arg_extrema<S, std::int32_t>(this->rng, n);
+    check_arg_extrema<S, std::int64_t>(this->rng, n);
+    check_arg_extrema<S, std::uint32_t>(this->rng, n);
+    check_arg_extrema<S, half>(this->rng, n);
+    check_arg_extrema<S, bfloat16>(this->rng, n);
+    check_arg_extrema<S, float>(this->rng, n);
+    check_arg_extrema<S, double>(this->rng, n);
+  }
+}
+
+/// bit_and, bit_or, bit_xor against the sequential fold (exact). Inputs are
+/// built around a random mask so and/or do not saturate to all-zeros/ones.
+template <class Side, class T>
+void check_bitwise(random_source& rng, std::int64_t n) {
+  const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+  SCOPED_TRACE(trace_of("bitwise of " + type_name<T>(), n, offset));
+  const T mask = static_cast<T>(rng.bits());
+  auto mostly_set = random_values<T>(rng, static_cast<std::size_t>(n));
+  auto mostly_clear = mostly_set;
+  for (T& v : mostly_set) v |= mask;
+  for (T& v : mostly_clear) v &= mask;
+  const auto random = random_values<T>(rng, static_cast<std::size_t>(n));
+  T all = static_cast<T>(~T(0)), any = 0, parity = 0;
+  for (T v : mostly_set) all &= v;
+  for (T v : mostly_clear) any |= v;
+  for (T v : random) parity ^= v;
+  EXPECT_EQ((reduce_on<Side, T>(mostly_set, offset, bit_and{})), all);
+  EXPECT_EQ((reduce_on<Side, T>(mostly_clear, offset, bit_or{})), any);
+  EXPECT_EQ((reduce_on<Side, T>(random, offset, bit_xor{})), parity);
+}
+
+TYPED_TEST(ReduceOps, BitwiseOperatorsMatchSequentialFold) {
+  using S = TypeParam;
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{32}, this->rng.integer(100, 9000), this->rng.integer(100000, 300000)}) {
+    check_bitwise<S, std::int32_t>(this->rng, n);
+    check_bitwise<S, std::int64_t>(this->rng, n);
+    check_bitwise<S, std::uint32_t>(this->rng, n);
+    check_bitwise<S, std::uint64_t>(this->rng, n);
+  }
+}
+
+}  // namespace
+
+// Outside the anonymous namespace: nvcc wants the function enclosing an
+// extended lambda to be an ordinary named one.
+namespace ops_tests {
+
+/// Reduces random matrices with make_op over a __host__ __device__ lambda:
+/// the result must be the product in index order.
+template <class Side>
+void check_lambda_operator_keeps_order(random_source& rng) {
+  const auto product = make_op([] __host__ __device__(const mat2& l, const mat2& r) { return multiply(l, r); },
+                               mat2_identity);
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{2}, std::int64_t{1025}, rng.integer(3, 5000),
+                         rng.integer(100000, 300000)}) {
+    const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+    SCOPED_TRACE(trace_of("2x2 matrix product", n, offset));
+    const auto x = random_matrices(rng, static_cast<std::size_t>(n));
+    const mat2 got = reduce_on<Side, mat2>(x, offset, product);
+    EXPECT_PRED_FORMAT2(bitwise_equal, got, ordered_product(x));
+    EXPECT_PRED_FORMAT2(bitwise_equal, got, reduce_expected<mat2>(x.data(), n, product));
+    if (n >= 2) {  // the operator really is not commutative on these inputs
+      auto swapped = x;
+      std::swap(swapped[0], swapped[1]);
+      EXPECT_FALSE(same_bits(ordered_product(swapped), got)) << "inputs too regular to detect an order error";
+    }
+  }
+}
+
+}  // namespace ops_tests
+
+namespace {
+
+TYPED_TEST(ReduceOps, UserOperatorKeepsIndexOrder) {
+  ops_tests::check_lambda_operator_keeps_order<TypeParam>(this->rng);
+}
+
+}  // namespace
+}  // namespace tally::testing

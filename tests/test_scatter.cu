@@ -1,0 +1,213 @@
+// scatter_reduce on both backends: exact integer sums, other operators,
+// complex values, the deterministic fixed-point mode (bitwise stable across
+// runs, grids, strategies and backends), and the checked mode's bad indices.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "test_histogram_support.hpp"
+
+namespace tally::testing {
+namespace {
+
+template <class Side>
+class Scatter : public on_backend<Side> {};
+TYPED_TEST_SUITE(Scatter, backends, backend_names);
+
+std::vector<std::int32_t> random_indices(random_source& rng, std::size_t n, std::int64_t size, bool skewed) {
+  std::vector<std::int32_t> index(n);
+  for (auto& k : index) {
+    // Skewed: half the elements land on a handful of destinations.
+    const bool hot = skewed && rng.integer(0, 1) == 0;
+    k = static_cast<std::int32_t>(hot ? rng.integer(0, std::min<std::int64_t>(size - 1, 3)) : rng.integer(0, size - 1));
+  }
+  return index;
+}
+
+TYPED_TEST(Scatter, IntegerSumsAreExactForEveryStrategy) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 200001;
+  for (std::int64_t size : {1, 9, 4000, 1000000}) {
+    for (bool skewed : {false, true}) {
+      const auto index = random_indices(rng, n, size, skewed);
+      std::vector<std::int64_t> value(n);
+      for (auto& v : value) v = rng.integer(-1000000, 1000000);
+      std::vector<std::int64_t> start(static_cast<std::size_t>(size));
+      for (auto& v : start) v = rng.integer(-5, 5);
+      auto expected = start;
+      for (std::size_t i = 0; i < n; ++i) expected[static_cast<std::size_t>(index[i])] += value[i];
+      buffer<std::int32_t> idx(S::on_gpu, n);
+      buffer<std::int64_t> val(S::on_gpu, n), out(S::on_gpu, static_cast<std::size_t>(size));
+      idx.write(index);
+      val.write(value);
+      for (auto s : kAllStrategies) {
+        if (S::on_gpu && !strategy_fits(s, size, 8)) continue;
+        tally::histogram_options opts;
+        opts.strategy = s;
+        out.write(start);
+        tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                              tally::plus{}, opts);
+        EXPECT_EQ(out.read(), expected) << "size=" << size << " skewed=" << skewed << " " << tally::to_string(s);
+      }
+    }
+  }
+}
+
+TYPED_TEST(Scatter, MaximumAndComplexSums) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 100003;
+  const std::int64_t size = 50;
+  const auto index = random_indices(rng, n, size, true);
+  std::vector<double> value(n);
+  for (auto& v : value) v = rng.real(-1e3, 1e3);
+  std::vector<double> expected(size, -1e300);
+  for (std::size_t i = 0; i < n; ++i) expected[index[i]] = std::max(expected[index[i]], value[i]);
+  buffer<std::int32_t> idx(S::on_gpu, n);
+  buffer<double> val(S::on_gpu, n), out(S::on_gpu, size);
+  idx.write(index);
+  val.write(value);
+  out.write(std::vector<double>(size, -1e300));
+  tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                        tally::maximum{});
+  EXPECT_EQ(out.read(), expected);
+
+  using Z = tally::complex<double>;
+  std::vector<Z> zv(n);
+  std::vector<long double> re(size, 0), im(size, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    zv[i] = Z(rng.real(-1, 1), rng.real(-1, 1));
+    re[index[i]] += zv[i].real();
+    im[index[i]] += zv[i].imag();
+  }
+  buffer<Z> zval(S::on_gpu, n), zout(S::on_gpu, size);
+  zval.write(zv);
+  zout.write(std::vector<Z>(size, Z(0, 0)));
+  tally::scatter_reduce(S::backend(), idx.data(), zval.data(), static_cast<std::int64_t>(n), zout.data(), size);
+  const auto got = zout.read();
+  for (std::int64_t k = 0; k < size; ++k) {
+    EXPECT_NEAR(got[k].real(), static_cast<double>(re[k]), 1e-9) << k;
+    EXPECT_NEAR(got[k].imag(), static_cast<double>(im[k]), 1e-9) << k;
+  }
+}
+
+template <class V>
+bool bitwise_equal(const std::vector<V>& a, const std::vector<V>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(V)) == 0;
+}
+
+TYPED_TEST(Scatter, DeterministicSumsAreBitwiseStable) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 400009;
+  for (std::int64_t size : {1, 100, 30000}) {
+    const auto index = random_indices(rng, n, size, false);
+    std::vector<double> value(n);
+    for (auto& v : value) v = rng.real(-1.0, 1.0) * std::pow(2.0, static_cast<double>(rng.integer(-20, 20)));
+    buffer<std::int32_t> idx(S::on_gpu, n);
+    buffer<double> val(S::on_gpu, n), out(S::on_gpu, static_cast<std::size_t>(size));
+    idx.write(index);
+    val.write(value);
+    // The CPU with one thread is the reference the GPU must equal bit for bit.
+    std::vector<double> reference(static_cast<std::size_t>(size), 0.0);
+    tally::histogram_options det;
+    det.deterministic = true;
+    tally::scatter_reduce(tally::cpu.with_threads(1), index.data(), value.data(), static_cast<std::int64_t>(n),
+                          reference.data(), size, tally::plus{}, det);
+    long double exact_total = 0, magnitude = 0;
+    for (double v : value) exact_total += v, magnitude += std::fabs(v);
+    long double got_total = 0;
+    for (double v : reference) got_total += v;
+    EXPECT_NEAR(static_cast<double>(got_total), static_cast<double>(exact_total), 1e-9 * static_cast<double>(magnitude));
+    for (auto s : kAllStrategies) {
+      if (S::on_gpu && !strategy_fits(s, size, 8)) continue;
+      for (int grid : {0, 1, 7, 300}) {
+        tally::histogram_options opts = det;
+        opts.strategy = s;
+        opts.grid_blocks = grid;
+        out.write(std::vector<double>(static_cast<std::size_t>(size), 0.0));
+        tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                              tally::plus{}, opts);
+        EXPECT_TRUE(bitwise_equal(out.read(), reference))
+            << "size=" << size << " grid=" << grid << " " << tally::to_string(s);
+      }
+    }
+    // A given scale: also bitwise stable.
+    tally::histogram_options given = det;
+    given.fixed_point_bits = 20;
+    std::vector<double> first;
+    for (int run = 0; run < 3; ++run) {
+      out.write(std::vector<double>(static_cast<std::size_t>(size), 0.0));
+      given.grid_blocks = run * 5;
+      tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                            tally::plus{}, given);
+      if (run == 0) first = out.read();
+      else EXPECT_TRUE(bitwise_equal(out.read(), first)) << "run " << run;
+    }
+  }
+}
+
+TYPED_TEST(Scatter, DeterministicModeRejectsValuesOutsideItsContract) {
+  using S = TypeParam;
+  std::vector<std::int32_t> index = {0, 1, 0, 1};
+  buffer<std::int32_t> idx(S::on_gpu, 4);
+  buffer<double> val(S::on_gpu, 4), out(S::on_gpu, 2);
+  idx.write(index);
+  tally::histogram_options opts;
+  opts.deterministic = true;
+  val.write({1.0, std::nan(""), 2.0, 3.0});
+  expect_invalid([&] { tally::scatter_reduce(S::backend(), idx.data(), val.data(), 4, out.data(), 2, tally::plus{}, opts); },
+                 {"tally::scatter_reduce", "'value'"});
+  opts.fixed_point_bits = 60;  // 1.0·2^60 exceeds 2^(62-2)
+  val.write({1.0, 1.0, 2.0, 3.0});
+  expect_invalid([&] { tally::scatter_reduce(S::backend(), idx.data(), val.data(), 4, out.data(), 2, tally::plus{}, opts); },
+                 {"tally::scatter_reduce", "'value'"});
+}
+
+TYPED_TEST(Scatter, CheckedModeReportsTheFirstBadIndexAndWritesNothingOutOfBounds) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 100000;
+  const std::int64_t size = 10;
+  auto index = random_indices(rng, n, size, false);
+  index[777] = 10;
+  index[5000] = -3;
+  index[90000] = 1 << 30;
+  buffer<std::int32_t> idx(S::on_gpu, n);
+  buffer<float> val(S::on_gpu, n);
+  buffer<float> out(S::on_gpu, size + 16);  // guard elements after the destination
+  idx.write(index);
+  val.write(std::vector<float>(n, 1.0f));
+  out.write(std::vector<float>(size + 16, 0.0f));
+  expect_invalid([&] { tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size); },
+                 {"tally::scatter_reduce", "'index'", "[777]", "10"});
+  const auto after = out.read();
+  for (std::int64_t k = size; k < size + 16; ++k) EXPECT_EQ(after[k], 0.0f) << "guard " << k << " was written";
+  // The next call still works (the error flag was reset).
+  index[777] = index[5000] = index[90000] = 0;
+  idx.write(index);
+  out.write(std::vector<float>(size + 16, 0.0f));
+  tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size);
+  float total = 0;
+  for (float v : out.read()) total += v;
+  EXPECT_EQ(total, static_cast<float>(n));
+  // Unchecked: skipped silently, still nothing out of bounds.
+  index[3] = 12;
+  idx.write(index);
+  out.write(std::vector<float>(size + 16, 0.0f));
+  tally::histogram_options unchecked;
+  unchecked.checks = tally::check_mode::unchecked;
+  tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                        tally::plus{}, unchecked);
+  const auto skipped = out.read();
+  for (std::int64_t k = size; k < size + 16; ++k) EXPECT_EQ(skipped[k], 0.0f);
+}
+
+}  // namespace
+}  // namespace tally::testing
