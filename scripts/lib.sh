@@ -5,10 +5,10 @@
 # The repository root.
 TALLY_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# CMake 3.26 is the first that knows nvcc's C++20 flags (Debian 12 ships 3.25);
-# scripts/setup puts a newer one from PyPI here when the system's is older.
+# The project needs CMake 3.25 (Debian 12's); scripts/setup puts one from
+# PyPI here only when the system's is older.
 TALLY_TOOLS_DIR="$TALLY_ROOT/build-tools"
-TALLY_MIN_CMAKE=3.26
+TALLY_MIN_CMAKE=3.25
 
 # Prints the version of the cmake at $1 (e.g. 3.25.1), or nothing.
 cmake_version() { "$1" --version 2>/dev/null | sed -n 's/^cmake version \([0-9.]*\).*/\1/p'; }
@@ -19,7 +19,7 @@ version_at_least() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" = 
 # Sets CMAKE and CTEST to a cmake new enough for the project, or returns 1.
 find_cmake() {
   local candidate
-  for candidate in "$TALLY_TOOLS_DIR/cmake-venv/bin/cmake" "$(command -v cmake 2>/dev/null)"; do
+  for candidate in "$(command -v cmake 2>/dev/null)" "$TALLY_TOOLS_DIR/cmake-venv/bin/cmake"; do
     [ -n "$candidate" ] && [ -x "$candidate" ] || continue
     if version_at_least "$(cmake_version "$candidate")" "$TALLY_MIN_CMAKE"; then
       CMAKE=$candidate

@@ -104,7 +104,7 @@ TYPED_TEST(Scatter, DeterministicSumsAreBitwiseStable) {
   using S = TypeParam;
   random_source rng;
   SCOPED_TRACE(rng.trace());
-  const std::size_t n = 400009;
+  const std::size_t n = 200009;  // modest: ~60 GPU calls, also run under compute-sanitizer
   for (std::int64_t size : {1, 100, 30000}) {
     const auto index = random_indices(rng, n, size, false);
     std::vector<double> value(n);
@@ -207,6 +207,38 @@ TYPED_TEST(Scatter, CheckedModeReportsTheFirstBadIndexAndWritesNothingOutOfBound
                         tally::plus{}, unchecked);
   const auto skipped = out.read();
   for (std::int64_t k = size; k < size + 16; ++k) EXPECT_EQ(skipped[k], 0.0f);
+}
+
+}  // namespace
+}  // namespace tally::testing
+
+namespace tally::testing {
+namespace {
+
+__global__ void headroom_on_device(const std::int64_t* n, int count, int* out) {
+  for (int i = 0; i < count; ++i) out[i] = tally::detail::fixed_point_headroom_bits(n[i]);
+}
+
+// The derived scale is computed on the device: the headroom must be the same
+// there (std::bit_width/countl_zero fold to constants in nvcc device code).
+TEST(ScatterGpu, FixedPointHeadroomIsTheSameOnTheDevice) {
+  if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+  const std::vector<std::int64_t> ns = {0, 1, 2, 3, 4, 5, 1000, 400009, 10000000, std::int64_t(1) << 40,
+                                        (std::int64_t(1) << 40) + 1};
+  buffer<std::int64_t> n(true, ns.size());
+  buffer<int> out(true, ns.size());
+  n.write(ns);
+  headroom_on_device<<<1, 1>>>(n.data(), static_cast<int>(ns.size()), out.data());
+  TALLY_CUDA(cudaDeviceSynchronize());
+  const auto got = out.read();
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    EXPECT_EQ(got[i], tally::detail::fixed_point_headroom_bits(ns[i])) << "n = " << ns[i];
+  }
+  EXPECT_EQ(tally::detail::fixed_point_headroom_bits(400009), 43);
+  EXPECT_EQ(tally::detail::fixed_point_headroom_bits(1), 62);
+  EXPECT_EQ(tally::detail::fixed_point_headroom_bits(2), 61);
+  EXPECT_EQ(tally::detail::fixed_point_headroom_bits(1024), 52);
+  EXPECT_EQ(tally::detail::fixed_point_headroom_bits(1025), 51);
 }
 
 }  // namespace

@@ -152,8 +152,12 @@ struct plain_value {
 
 /// 62 - ceil(log2 n): the largest |q| (as a power of two) that n values may
 /// each reach without their sum overflowing an int64.
+/// A plain loop, not std::countl_zero/bit_width: with nvcc 13 and
+/// libstdc++ 12 those fold to constants in device code (bit_width(n) == 0),
+/// and this function is also evaluated on the device.
 constexpr int fixed_point_headroom_bits(std::int64_t n) {
-  const int log2n = n <= 1 ? 0 : 64 - std::countl_zero(static_cast<std::uint64_t>(n - 1));
+  int log2n = 0;  // ceil(log2 n)
+  while (log2n < 63 && (std::int64_t(1) << log2n) < n) ++log2n;
   return 62 - log2n;
 }
 
@@ -203,6 +207,12 @@ struct scatter_items {
   Value value;
 };
 
+// Scratch one algorithm call has drawn from its backend, passed down so that
+// a call draws it at most once (GPU: growing the workspace frees the old
+// block, so a second draw would leave earlier pointers dangling). Null: not
+// drawn yet, the callee draws it. The CPU backend ignores it.
+using call_scratch = void*;
+
 // Each backend defines this (cpu/histogram.hpp, cuda/histogram.cuh): for every
 // i with 0 <= key < bins, out[key] = op(out[key], value); out must hold
 // `bins` elements of Out. When items.report_out_of_range and opts.checks is
@@ -210,31 +220,40 @@ struct scatter_items {
 // invalid_argument and nothing is written outside out.
 template <class Items, class Out, class Op>
 void execute_scatter(const cpu_backend&, const Items&, std::int64_t bins, Out* out, const Op&,
-                     const histogram_options&, const char* function);
+                     const histogram_options&, const char* function, call_scratch scratch);
 template <class Items, class Out, class Op>
 void execute_scatter(const gpu_backend&, const Items&, std::int64_t bins, Out* out, const Op&,
-                     const histogram_options&, const char* function);
+                     const histogram_options&, const char* function, call_scratch scratch);
 // Sets n elements of out to zero in the backend's memory.
 template <class Out>
 void fill_zero(const cpu_backend&, Out* out, std::int64_t n);
 template <class Out>
 void fill_zero(const gpu_backend&, Out* out, std::int64_t n);
-// A copy of the backend-side levels in the backend's memory for range_bins
-// (the CPU backend returns the host pointer itself; the GPU backend copies
-// host levels into scratch).
+// A copy of the host levels in the backend's memory for range_bins (the CPU
+// backend returns the host pointer itself; the GPU backend copies them into
+// scratch, drawing the whole call's scratch at once: see call_scratch).
 template <class L>
-const L* stage_levels(const cpu_backend&, const L* levels, std::int64_t num_levels);
+struct staged_levels {
+  const L* levels;
+  call_scratch scratch;
+};
 template <class L>
-const L* stage_levels(const gpu_backend&, const L* levels, std::int64_t num_levels);
+staged_levels<L> stage_levels(const cpu_backend&, const L* levels, std::int64_t num_levels,
+                              const histogram_options&);
+template <class L>
+staged_levels<L> stage_levels(const gpu_backend&, const L* levels, std::int64_t num_levels,
+                              const histogram_options&);
 
 // Deterministic fixed-point scatter-add (histogram_options::deterministic):
 // out[key(a[i])] += Σ round(b[i]·2^s)·2^-s, summed exactly in int64.
 template <class A, class B, class Key, class V>
 void run_deterministic(const cpu_backend&, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options&, const char* function);
+                       V* out, bool report_out_of_range, const histogram_options&, const char* function,
+                       call_scratch scratch);
 template <class A, class B, class Key, class V>
 void run_deterministic(const gpu_backend&, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options&, const char* function);
+                       V* out, bool report_out_of_range, const histogram_options&, const char* function,
+                       call_scratch scratch);
 
 /// The error for a value outside the fixed-point contract.
 [[noreturn]] inline void throw_fixed_point_range(const char* function, int bits, std::int64_t n) {
@@ -281,7 +300,8 @@ void check_levels(const char* function, const L* levels, std::int64_t num_levels
 
 template <class Backend, class A, class B, class Key, class Count>
 void run_histogram(const Backend& backend, const A* samples, const B* weights, std::int64_t n, std::int64_t bins,
-                   Key key, Count* counts, const histogram_options& opts, const char* function) {
+                   Key key, Count* counts, const histogram_options& opts, const char* function,
+                   call_scratch scratch = nullptr) {
   static_assert(is_count_type_v<Count>, "tally histograms count in int32, int64, float or double");
   if constexpr (!std::is_same_v<B, unit_weight>)
     static_assert(std::is_floating_point_v<Count>, "weighted histograms accumulate in float or double");
@@ -294,12 +314,12 @@ void run_histogram(const Backend& backend, const A* samples, const B* weights, s
   if (n == 0) return;
   if constexpr (!std::is_same_v<B, unit_weight>) {
     if (opts.deterministic) {
-      run_deterministic(backend, samples, weights, n, bins, key, counts, false, opts, function);
+      run_deterministic(backend, samples, weights, n, bins, key, counts, false, opts, function, scratch);
       return;
     }
   }
   scatter_items<A, B, Key, plain_value<Count>> items{false, samples, weights, n, key, {}};
-  execute_scatter(backend, items, bins, counts, plus{}, opts, function);
+  execute_scatter(backend, items, bins, counts, plus{}, opts, function, scratch);
 }
 
 }  // namespace detail
@@ -341,9 +361,10 @@ template <class Backend, class T, class L, class Count>
 void histogram_range(const Backend& backend, const T* samples, std::int64_t n, const L* levels,
                      std::int64_t num_levels, Count* counts, const histogram_options& opts = {}) {
   detail::check_levels("histogram_range", levels, num_levels);
-  const L* staged = detail::stage_levels(backend, levels, num_levels);
+  const auto staged = detail::stage_levels(backend, levels, num_levels, opts);
   detail::run_histogram(backend, samples, static_cast<const detail::unit_weight*>(nullptr), n, num_levels - 1,
-                        detail::range_bins<L>{staged, num_levels}, counts, opts, "histogram_range");
+                        detail::range_bins<L>{staged.levels, num_levels}, counts, opts, "histogram_range",
+                        staged.scratch);
 }
 
 /// histogram_range() where sample i adds weights[i] (Count float or double).
@@ -352,9 +373,10 @@ void histogram_range_weighted(const Backend& backend, const T* samples, const W*
                               const L* levels, std::int64_t num_levels, Count* counts,
                               const histogram_options& opts = {}) {
   detail::check_levels("histogram_range_weighted", levels, num_levels);
-  const L* staged = detail::stage_levels(backend, levels, num_levels);
-  detail::run_histogram(backend, samples, weights, n, num_levels - 1, detail::range_bins<L>{staged, num_levels},
-                        counts, opts, "histogram_range_weighted");
+  const auto staged = detail::stage_levels(backend, levels, num_levels, opts);
+  detail::run_histogram(backend, samples, weights, n, num_levels - 1,
+                        detail::range_bins<L>{staged.levels, num_levels}, counts, opts, "histogram_range_weighted",
+                        staged.scratch);
 }
 
 /// counts[k] = number of samples with bin_of(sample) == k, k < bins. bin_of
@@ -406,7 +428,7 @@ void scatter_reduce(const Backend& backend, const I* index, const V* value, std:
   if (opts.deterministic) {
     if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<V>) {
       detail::run_deterministic(backend, index, value, n, out_size, detail::index_key{}, out,
-                                opts.checks == check_mode::checked, opts, "scatter_reduce");
+                                opts.checks == check_mode::checked, opts, "scatter_reduce", nullptr);
       return;
     } else {
       detail::throw_invalid_argument("scatter_reduce", "options.deterministic",
@@ -415,7 +437,7 @@ void scatter_reduce(const Backend& backend, const I* index, const V* value, std:
   }
   detail::scatter_items<I, V, detail::index_key, detail::plain_value<V>> items{
       opts.checks == check_mode::checked, index, value, n, {}, {}};
-  execute_scatter(backend, items, out_size, out, op, opts, "scatter_reduce");
+  execute_scatter(backend, items, out_size, out, op, opts, "scatter_reduce", nullptr);
 }
 
 }  // namespace tally

@@ -109,46 +109,55 @@ void reduce(const Backend& backend, std::span<T, E> x, Out* out, Op op = {}, con
 
 /// *out = t(x[0]) ⊕ ... ⊕ t(x[n-1]). Same contract as reduce(); t must be
 /// callable on the backend's side (a __host__ __device__ callable for the GPU).
+/// For bit-equal backends, t must compute the same bits on host and device:
+/// nvcc fuses a*b+c into an FMA by default where the host compiler does not,
+/// so write products in t with tally::detail::multiply_rounded (or build with
+/// --fmad=false). `function` names the caller in error messages.
 template <class Backend, class T, class Out, class Transform, class Op>
 void transform_reduce(const Backend& backend, const T* x, std::int64_t n, Out* out, Transform t, Op op,
-                      const options& opts = {}) {
+                      const options& opts = {}, const char* function = "transform_reduce") {
   if (opts.checks == check_mode::checked) {
-    detail::check_array("transform_reduce", "x", x, n);
-    detail::check_output("transform_reduce", out, 1, x, n);
+    detail::check_array(function, "x", x, n);
+    detail::check_output(function, out, 1, x, n);
   }
   using Source = unary_source<T, accumulator_for_t<Out>, Transform>;
-  detail::dispatch_reduce(backend, Source{x, n, t}, op, out, opts, "transform_reduce");
+  detail::dispatch_reduce(backend, Source{x, n, t}, op, out, opts, function);
 }
 
 /// *out = t(x[0], y[0]) ⊕ ... ⊕ t(x[n-1], y[n-1]). Same contract as reduce(),
 /// for two inputs of n elements each.
 template <class Backend, class T, class U, class Out, class Transform, class Op>
 void transform_reduce(const Backend& backend, const T* x, const U* y, std::int64_t n, Out* out, Transform t, Op op,
-                      const options& opts = {}) {
+                      const options& opts = {}, const char* function = "transform_reduce") {
   if (opts.checks == check_mode::checked) {
-    detail::check_array("transform_reduce", "x", x, n);
-    detail::check_array("transform_reduce", "y", y, n);
-    detail::check_output("transform_reduce", out, 1, x, n);
-    detail::check_output("transform_reduce", out, 1, y, n);
+    detail::check_array(function, "x", x, n);
+    detail::check_array(function, "y", y, n);
+    detail::check_output(function, out, 1, x, n);
+    detail::check_output(function, out, 1, y, n);
   }
   using Source = binary_source<T, U, accumulator_for_t<Out>, Transform>;
-  detail::dispatch_reduce(backend, Source{x, y, n, t}, op, out, opts, "transform_reduce");
+  detail::dispatch_reduce(backend, Source{x, y, n, t}, op, out, opts, function);
 }
 
 namespace detail {
+// Products are rounded on their own (multiply_rounded), never fused into the
+// sum, so dot and squared_norm give the same bits on both backends.
 struct product_transform {
   template <class T, class U>
   TALLY_HD_INLINE auto operator()(const T& a, const U& b) const {
-    if constexpr (is_low_precision_v<T> || is_low_precision_v<U>) return convert<float>(a) * convert<float>(b);
-    else return a * b;
+    if constexpr (is_low_precision_v<T> || is_low_precision_v<U>)
+      return multiply_rounded(convert<float>(a), convert<float>(b));
+    else if constexpr (is_complex_v<T> && std::is_same_v<T, U>) return complex_multiply(a, b);
+    else return multiply_rounded(a, b);
   }
 };
 struct squared_magnitude {
   template <class T>
   TALLY_HD_INLINE auto operator()(const T& a) const {
-    if constexpr (is_complex_v<T>) return a.real() * a.real() + a.imag() * a.imag();
-    else if constexpr (is_low_precision_v<T>) return convert<float>(a) * convert<float>(a);
-    else return a * a;
+    if constexpr (is_complex_v<T>)
+      return multiply_rounded(a.real(), a.real()) + multiply_rounded(a.imag(), a.imag());
+    else if constexpr (is_low_precision_v<T>) return multiply_rounded(convert<float>(a), convert<float>(a));
+    else return multiply_rounded(a, a);
   }
 };
 }  // namespace detail
@@ -157,13 +166,13 @@ struct squared_magnitude {
 /// Same contract as reduce(); compensated summation available through opts.
 template <class Backend, class T, class U, class Out>
 void dot(const Backend& backend, const T* x, const U* y, std::int64_t n, Out* out, const options& opts = {}) {
-  transform_reduce(backend, x, y, n, out, detail::product_transform{}, plus{}, opts);
+  transform_reduce(backend, x, y, n, out, detail::product_transform{}, plus{}, opts, "dot");
 }
 
 /// *out = Σ |x[i]|² (a real number for complex x). Same contract as reduce().
 template <class Backend, class T, class Out>
 void squared_norm(const Backend& backend, const T* x, std::int64_t n, Out* out, const options& opts = {}) {
-  transform_reduce(backend, x, n, out, detail::squared_magnitude{}, plus{}, opts);
+  transform_reduce(backend, x, n, out, detail::squared_magnitude{}, plus{}, opts, "squared_norm");
 }
 
 /// Returns x[0] + ... + x[n-1] as a value, accumulated in Acc (float for

@@ -17,6 +17,27 @@
 namespace tally {
 
 namespace detail {
+/// a·b rounded once, never fused with a following add into an FMA: the
+/// device would fuse `acc + a*b` where the host does not, and the backends
+/// must agree bit for bit.
+template <class T>
+TALLY_HD_INLINE T multiply_rounded(T a, T b) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>) return __fmul_rn(a, b);
+  else if constexpr (std::is_same_v<T, double>) return __dmul_rn(a, b);
+  else return a * b;
+#else
+  return a * b;
+#endif
+}
+
+/// Complex a·b with each real product rounded on its own (see multiply_rounded).
+template <class T>
+TALLY_HD_INLINE complex<T> complex_multiply(const complex<T>& a, const complex<T>& b) {
+  return complex<T>(multiply_rounded(a.real(), b.real()) - multiply_rounded(a.imag(), b.imag()),
+                    multiply_rounded(a.real(), b.imag()) + multiply_rounded(a.imag(), b.real()));
+}
+
 template <class T>
 TALLY_HD_INLINE T wrap_add(T a, T b) {
   if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
@@ -28,7 +49,9 @@ TALLY_HD_INLINE T wrap_add(T a, T b) {
 }
 template <class T>
 TALLY_HD_INLINE T wrap_mul(T a, T b) {
-  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+  if constexpr (is_complex_v<T>) {
+    return complex_multiply(a, b);
+  } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
     using U = std::make_unsigned_t<T>;
     return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
   } else if constexpr (std::is_same_v<T, std::uint16_t> || std::is_same_v<T, unsigned short>) {

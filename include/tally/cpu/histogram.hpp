@@ -70,13 +70,13 @@ void fill_zero(const cpu_backend&, Out* out, std::int64_t n) {
 }
 
 template <class L>
-const L* stage_levels(const cpu_backend&, const L* levels, std::int64_t) {
-  return levels;
+staged_levels<L> stage_levels(const cpu_backend&, const L* levels, std::int64_t, const histogram_options&) {
+  return {levels, nullptr};
 }
 
 template <class Items, class Out, class Op>
 void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
-                     const histogram_options& opts, const char* function) {
+                     const histogram_options& opts, const char* function, call_scratch) {
   using namespace cpu_histogram;
   if (items.report_out_of_range && opts.checks == check_mode::checked) {
     const std::int64_t bad = first_out_of_range(cpu, items, bins);
@@ -130,7 +130,8 @@ void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bi
 
 template <class A, class B, class Key, class V>
 void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function) {
+                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
+                       call_scratch) {
   int bits = opts.fixed_point_bits;
   const bool checked = opts.checks == check_mode::checked;
   if (bits == kDeriveFixedPointScale) {
@@ -150,7 +151,7 @@ void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int6
   const fixed_point_value quantize{bits, nullptr, fixed_point_headroom_bits(n), &bad};
   scatter_items<A, B, Key, fixed_point_value> items{report_out_of_range, a, b, n, key, quantize};
   std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
-  execute_scatter(cpu, items, bins, sums.data(), plus{}, opts, function);
+  execute_scatter(cpu, items, bins, sums.data(), plus{}, opts, function, nullptr);
   if (bad && checked) throw_fixed_point_range(function, bits, n);
   for (std::int64_t k = 0; k < bins; ++k)
     out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));

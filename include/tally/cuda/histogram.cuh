@@ -31,11 +31,17 @@ inline constexpr std::int64_t kSliceElements = std::int64_t(1) << 31;
 /// Fewest elements per thread worth a block (small inputs use fewer blocks).
 inline constexpr std::int64_t kElementsPerThread = 16;
 
-/// Scratch layout: the zeroed words hold the error flags; the rest holds
-/// (in this order) room for fixed-point sums of `bins` bins, then staged
-/// range levels. stage_levels() asks for both at once so a later
-/// deterministic call on the same bins does not grow (and move) the scratch.
+/// Scratch layout of one call (drawn once per call, see call_scratch in
+/// histogram.hpp): the zeroed words hold the error flags and the derived
+/// scale; then, for a deterministic call, the fixed-point sums of `bins`
+/// bins; then, for histogram_range, the staged levels.
 inline std::size_t sums_bytes(std::int64_t bins) { return (static_cast<std::size_t>(bins) * 8 + 255) / 256 * 256; }
+
+/// The whole call's scratch, drawn from the workspace once. Never call
+/// workspace::get twice in one algorithm call: growing frees the old block.
+inline char* draw_scratch(const gpu_backend& gpu, std::size_t bytes) {
+  return static_cast<char*>(scratch_for(gpu).get(bytes, gpu.stream));
+}
 
 struct error_words {
   unsigned long long bad_position;  ///< total - i of the first out-of-range element
@@ -146,19 +152,19 @@ void fill_zero(const gpu_backend& gpu, Out* out, std::int64_t n) {
 }
 
 template <class L>
-const L* stage_levels(const gpu_backend& gpu, const L* levels, std::int64_t num_levels) {
-  const std::size_t reserve = gpu_histogram::sums_bytes(num_levels - 1);
-  auto* base = static_cast<char*>(
-      scratch_for(gpu).get(reserve + static_cast<std::size_t>(num_levels) * sizeof(L), gpu.stream));
+staged_levels<L> stage_levels(const gpu_backend& gpu, const L* levels, std::int64_t num_levels,
+                              const histogram_options& opts) {
+  const std::size_t reserve = opts.deterministic ? gpu_histogram::sums_bytes(num_levels - 1) : 0;
+  char* base = gpu_histogram::draw_scratch(gpu, reserve + static_cast<std::size_t>(num_levels) * sizeof(L));
   L* staged = reinterpret_cast<L*>(base + workspace::kZeroedBytes + reserve);
   TALLY_CUDA(cudaMemcpyAsync(staged, levels, static_cast<std::size_t>(num_levels) * sizeof(L),
                              cudaMemcpyHostToDevice, gpu.stream));
-  return staged;
+  return {staged, base};
 }
 
 template <class Items, class Out, class Op>
 void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
-                     const histogram_options& opts, const char* function) {
+                     const histogram_options& opts, const char* function, call_scratch scratch) {
   namespace hk = tally::kernels::histogram;
   using namespace gpu_histogram;
   using S = hk::stored_t<Items>;
@@ -175,7 +181,8 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
   histogram_plan plan = choose_histogram_plan(problem, opts.strategy, function);
 
   const bool reporting = items.report_out_of_range && opts.checks == check_mode::checked;
-  error_words* words = reporting ? error_words_of(scratch_for(gpu).get(0, gpu.stream)) : nullptr;
+  if (reporting && !scratch) scratch = draw_scratch(gpu, 0);
+  error_words* words = reporting ? error_words_of(scratch) : nullptr;
   for (std::int64_t first = 0; first < items.n; first += kSliceElements) {
     const Items part = slice_of(items, first, std::min(kSliceElements, items.n - first));
     const hk::out_of_range_report report{words ? &words->bad_position : nullptr, first, items.n};
@@ -214,10 +221,13 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
 
 template <class A, class B, class Key, class V>
 void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function) {
+                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
+                       call_scratch scratch) {
   namespace hk = tally::kernels::histogram;
   using namespace gpu_histogram;
-  auto* base = static_cast<char*>(scratch_for(gpu).get(sums_bytes(bins), gpu.stream));
+  // Drawn once for the whole call (stage_levels may have drawn it already,
+  // with room for the sums): execute_scatter below gets the same block.
+  char* base = scratch ? static_cast<char*>(scratch) : draw_scratch(gpu, sums_bytes(bins));
   error_words* words = error_words_of(base);
   auto* sums = reinterpret_cast<long long*>(base + workspace::kZeroedBytes);
   TALLY_CUDA(cudaMemsetAsync(sums, 0, static_cast<std::size_t>(bins) * sizeof(long long), gpu.stream));
@@ -228,7 +238,9 @@ void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int6
   if (derive) {
     hk::largest_magnitude_kernel<<<blocks, 256, 0, gpu.stream>>>(b, n, &words->fixed);
     TALLY_CUDA_LAUNCHED("tally::kernels::histogram::largest_magnitude_kernel");
-    hk::derive_scale_kernel<><<<1, 1, 0, gpu.stream>>>(n, &words->fixed);
+    // The headroom is computed here on the host and passed down, so the
+    // device never evaluates it (see fixed_point_headroom_bits).
+    hk::derive_scale_kernel<><<<1, 1, 0, gpu.stream>>>(fixed_point_headroom_bits(n), &words->fixed);
     TALLY_CUDA_LAUNCHED("tally::kernels::histogram::derive_scale_kernel");
     bits_on_device = &words->fixed.bits;
   }
@@ -236,7 +248,7 @@ void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int6
   const fixed_point_value quantize{bits, bits_on_device, fixed_point_headroom_bits(n), &words->fixed.bad};
   scatter_items<A, B, Key, fixed_point_value> items{report_out_of_range, a, b, n, key, quantize};
   try {
-    execute_scatter(gpu, items, bins, sums, plus{}, opts, function);
+    execute_scatter(gpu, items, bins, sums, plus{}, opts, function, base);
   } catch (...) {
     cudaMemsetAsync(&words->fixed, 0, sizeof(words->fixed), gpu.stream);  // leave the zeroed bytes zero
     throw;

@@ -52,13 +52,13 @@ int resident_blocks() {
 
 template <bool Aligned, class Source, class Op, class Out, class Finalize>
 void launch_reduce(const gpu_backend& gpu, const Source& source, const Op& op, Out* out, const Finalize& fin,
-                   const options& opts) {
+                   const options& opts, const char* function) {
   using Acc = typename Source::acc_type;
   const std::int64_t tiles = tree::tile_count(source.n, Source::V);
   constexpr auto kernel = kernels::reduce_kernel<Aligned, Source, Op, Out, Finalize>;
   const std::int64_t groups = (tiles + tree::kGroupTiles - 1) / tree::kGroupTiles;
   if (static_cast<std::size_t>(groups + 1) * sizeof(unsigned) > workspace::kZeroedBytes)
-    throw_invalid_argument("reduce", "n", "is too large for the reduce kernel's counters");
+    throw_invalid_argument(function, "n", "is too large for the reduce kernel's counters");
   // As many blocks as fit at once, each with the same number of tiles (a
   // block with one tile more than the others would set the pace).
   std::int64_t capacity = opts.grid_blocks;
@@ -111,8 +111,8 @@ void execute_reduce(const gpu_backend& gpu, const Source& source, const Op& op, 
   bool aligned = device::vector_aligned<typename Source::first_type, Source::V>(source.x);
   if constexpr (Source::inputs == 2)
     aligned = aligned && device::vector_aligned<typename Source::second_type, Source::V>(source.y);
-  if (aligned) launch_reduce<true>(gpu, source, op, out, fin, opts);
-  else launch_reduce<false>(gpu, source, op, out, fin, opts);
+  if (aligned) launch_reduce<true>(gpu, source, op, out, fin, opts, function);
+  else launch_reduce<false>(gpu, source, op, out, fin, opts, function);
 }
 
 template <class Out, class Run>

@@ -35,12 +35,13 @@ __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point
   if (bad) atomicOr(&words->bad, 1u);
 }
 
-/// One thread: words->bits = the derived scale (histogram.hpp), and clears
-/// largest_bits (the zeroed bytes must be left zero).
+/// One thread: words->bits = the derived scale s = headroom - 1 - e
+/// (histogram.hpp; headroom = fixed_point_headroom_bits(n), computed on the
+/// host), and clears largest_bits (the zeroed bytes must be left zero).
 template <class Unused = void>  // a template, so the header may be included by many sources
-__global__ void derive_scale_kernel(std::int64_t n, fixed_point_words* words) {
+__global__ void derive_scale_kernel(int headroom_bits, fixed_point_words* words) {
   const double largest = __longlong_as_double(static_cast<long long>(words->largest_bits));
-  words->bits = largest > 0 ? ::tally::detail::derived_fixed_point_bits(ilogb(largest), n) : 0;
+  words->bits = largest > 0 ? headroom_bits - 1 - ilogb(largest) : 0;
   words->largest_bits = 0;
 }
 

@@ -30,8 +30,16 @@ namespace tally::kernels {
 inline constexpr int kReduceThreads = 256;
 inline constexpr int kReduceWarps = kReduceThreads / 32;
 inline constexpr int kRowsPerWarp = tree::kTileVectors / tree::kRowVectors / kReduceWarps;
-/// Blocks per SM the kernel is compiled for (caps registers at 64 a thread).
-inline constexpr int kReduceMinBlocks = 4;
+/// Blocks per SM the kernel is compiled for: 4 caps registers at 64 a thread.
+#ifndef TALLY_REDUCE_MIN_BLOCKS
+#define TALLY_REDUCE_MIN_BLOCKS 4
+#endif
+inline constexpr int kReduceMinBlocks = TALLY_REDUCE_MIN_BLOCKS;
+/// Whether a block loads its next tile while it reduces the current one.
+#ifndef TALLY_REDUCE_PREFETCH
+#define TALLY_REDUCE_PREFETCH 1
+#endif
+inline constexpr bool kReducePrefetch = TALLY_REDUCE_PREFETCH != 0;
 static_assert(kRowsPerWarp == 4, "the tile combine below is written for 4 rows per warp");
 
 /// Where the kernel keeps tile and group values, and its counters.
@@ -231,7 +239,7 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) current[r] = detail::load_raw<Aligned>(src, vector_of_row(t, r));
     for (; t < full_end; ++t) {
-      if (t + 1 < full_end) {
+      if (kReducePrefetch && t + 1 < full_end) {
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) next[r] = detail::load_raw<Aligned>(src, vector_of_row(t + 1, r));
       }
@@ -254,8 +262,13 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
           else scratch.tile_values[t - slot + threadIdx.x] = value;
         }
       }
+      if constexpr (kReducePrefetch) {
 #pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r) current[r] = next[r];
+        for (int r = 0; r < kRowsPerWarp; ++r) current[r] = next[r];
+      } else if (t + 1 < full_end) {
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r) current[r] = detail::load_raw<Aligned>(src, vector_of_row(t + 1, r));
+      }
     }
   }
   if (t < last) {  // the input's last tile, cut short: the same tree with empty leaves
@@ -307,6 +320,19 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
     const bool completes_root = decision;
     __syncthreads();
     if (!completes_root) continue;
+    if (groups <= 32) {
+      // Few groups: one warp, no barriers (the root is on every call's critical path).
+      if (warp == 0) {
+        tree::maybe<Acc> value{Acc{}, false};
+        if (lane < groups) value = {detail::load_coherent(scratch.group_values + lane), true};
+        const auto root = device::warp_reduce(value, op);
+        if (lane == 0) {
+          *scratch.root_count = 0;
+          *out = fin(root);
+        }
+      }
+      continue;
+    }
     const auto root = detail::block_tree(scratch.group_values, groups, op, storage);
     if (threadIdx.x == 0) {
       *scratch.root_count = 0;
