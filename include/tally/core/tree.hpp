@@ -26,7 +26,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 
 #include "tally/core/config.hpp"
@@ -37,6 +36,23 @@ inline constexpr int kVectorBytes = 16;
 inline constexpr int kRowVectors = 32;
 inline constexpr int kTileVectors = 1024;
 inline constexpr std::int64_t kGroupTiles = 1024;
+
+/// Bits needed to write x (0 for 0). Our own, not std::bit_width: with nvcc
+/// 13 and libstdc++ 12, <bit>'s functions fold to wrong constants in device
+/// code.
+TALLY_HD_INLINE constexpr int bit_width(std::uint64_t x) {
+  int bits = 0;
+  while (x != 0) {
+    x >>= 1;
+    ++bits;
+  }
+  return bits;
+}
+
+/// The smallest power of two >= x (1 for 0 and 1). See bit_width.
+TALLY_HD_INLINE constexpr std::uint64_t bit_ceil(std::uint64_t x) {
+  return x <= 1 ? 1 : std::uint64_t{1} << bit_width(x - 1);
+}
 
 /// Elements per vector for inputs of these types: 16 bytes of the widest one.
 template <class... Inputs>
@@ -81,7 +97,7 @@ maybe<T> reduce_reference(std::int64_t vectors, const VectorFold& vector, const 
       return combine(node(first, half), node(first + half, half), op);
     }
   };
-  const std::int64_t padded = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(vectors)));
+  const std::int64_t padded = static_cast<std::int64_t>(bit_ceil(static_cast<std::uint64_t>(vectors)));
   return walker{vector, op, vectors}.node(0, padded);
 }
 

@@ -14,7 +14,6 @@
 // counter resets it to zero, so the next call (or graph replay) finds zeros.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -133,7 +132,7 @@ __device__ tree::maybe<Acc> serial_subtree(const Acc* values, std::int64_t first
     for (std::int64_t bits = k; bits & 1; bits >>= 1, ++level) node = tree::combine(stack[level], node, op);
     stack[level] = node;
   }
-  return stack[std::bit_width(static_cast<std::uint64_t>(size)) - 1];
+  return stack[tree::bit_width(static_cast<std::uint64_t>(size)) - 1];
 }
 
 /// The tree over values[0, count) (padded to a power of two), in thread 0.
@@ -143,7 +142,7 @@ template <class Acc, class Op>
 __device__ tree::maybe<Acc> block_tree(const Acc* values, std::int64_t count, const Op& op,
                                        device::block_reduce_storage<Acc, kReduceThreads>& storage) {
   constexpr int kSlots = kReduceThreads * 4;
-  std::int64_t padded = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(count)));
+  std::int64_t padded = static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count)));
   if (padded < kSlots) padded = kSlots;
   const std::int64_t per_slot = padded / kSlots;
   tree::maybe<Acc> slot[4];

@@ -1,0 +1,58 @@
+// A GPU reduce is stream-ordered with no host synchronisation or allocation
+// inside, so it can be captured in a CUDA graph and replayed; replays must give
+// the bits a direct call gives (the kernel's counters reset themselves).
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "reduce_fixture.hpp"
+
+namespace tally::testing {
+namespace {
+
+class ReduceGraphGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+  }
+  random_source rng;
+};
+
+TEST_F(ReduceGraphGpu, CapturedReduceReplaysToTheDirectResult) {
+  SCOPED_TRACE(rng.trace());
+  // One tile, several tiles, and more than one group of tiles (two levels of counters).
+  for (std::int64_t n : {std::int64_t{1000}, std::int64_t{300000}, std::int64_t{4096} * 1024 * 2 + 77}) {
+    const auto host = random_values<float>(rng, static_cast<std::size_t>(n));
+    buffer<float> x(true, host.size());
+    x.write(host);
+    buffer<float> direct(true, 1), replayed(true, 1);
+    cudaStream_t stream;
+    TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    workspace ws;
+    const auto gpu = tally::gpu.on(stream).with(ws);
+    tally::reduce(gpu, static_cast<const float*>(x.data()), n, direct.data());  // sizes the workspace
+    TALLY_CUDA(cudaStreamSynchronize(stream));
+
+    cudaGraph_t graph;
+    TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    tally::reduce(gpu, static_cast<const float*>(x.data()), n, replayed.data());
+    TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
+    cudaGraphExec_t exec;
+    TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+      replayed.poison();
+      TALLY_CUDA(cudaGraphLaunch(exec, stream));
+      TALLY_CUDA(cudaStreamSynchronize(stream));
+      const float want = direct.read()[0], got = replayed.read()[0];
+      EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float))) << "n=" << n << " replay " << replay;
+    }
+    TALLY_CUDA(cudaGraphExecDestroy(exec));
+    TALLY_CUDA(cudaGraphDestroy(graph));
+    TALLY_CUDA(cudaStreamDestroy(stream));
+  }
+}
+
+}  // namespace
+}  // namespace tally::testing
