@@ -29,15 +29,20 @@ timing time_calls(cudaStream_t stream, Call&& call, int trials = 7, double trial
   TALLY_CUDA(cudaEventCreate(&stop));
   for (int i = 0; i < warmup; ++i) call();
   TALLY_CUDA(cudaStreamSynchronize(stream));
-  // One calibration trial sets the batch size.
-  int calls = 1;
-  for (;;) {
+  // Milliseconds for `calls` back-to-back calls between two events.
+  auto batch_ms = [&](int calls) {
     TALLY_CUDA(cudaEventRecord(start, stream));
     for (int i = 0; i < calls; ++i) call();
     TALLY_CUDA(cudaEventRecord(stop, stream));
     TALLY_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
     TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+  };
+  // Calibration sets the batch size so that a trial lasts about trial_ms.
+  int calls = 1;
+  for (;;) {
+    const float ms = batch_ms(calls);
     if (ms >= trial_ms / 4 || calls >= (1 << 16)) {
       calls = std::clamp(static_cast<int>(calls * trial_ms / std::max(ms, 1e-3f)), 1, 1 << 16);
       break;
@@ -45,15 +50,7 @@ timing time_calls(cudaStream_t stream, Call&& call, int trials = 7, double trial
     calls *= 4;
   }
   std::vector<double> per_call;
-  for (int t = 0; t < trials; ++t) {
-    TALLY_CUDA(cudaEventRecord(start, stream));
-    for (int i = 0; i < calls; ++i) call();
-    TALLY_CUDA(cudaEventRecord(stop, stream));
-    TALLY_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    per_call.push_back(1000.0 * ms / calls);
-  }
+  for (int t = 0; t < trials; ++t) per_call.push_back(1000.0 * batch_ms(calls) / calls);
   TALLY_CUDA(cudaGetLastError());
   TALLY_CUDA(cudaEventDestroy(start));
   TALLY_CUDA(cudaEventDestroy(stop));

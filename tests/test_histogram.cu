@@ -31,7 +31,7 @@ void check_even(random_source& rng, std::size_t n, std::int64_t bins, tally::his
 
 TYPED_TEST(Histogram, EvenCountsAreExactAtEveryBinCount) {
   random_source rng;
-  for (std::int64_t bins : {1, 2, 10, 64, 65, 1000, 12000, 70000, 300000, 2000000}) {
+  for (std::int64_t bins : {1, 2, 3, 4, 8, 10, 16, 17, 64, 65, 1000, 12000, 70000, 300000, 2000000}) {
     check_even<TypeParam, std::int32_t>(rng, 200003, bins);
   }
   check_even<TypeParam, std::int64_t>(rng, 100000, 100);
@@ -47,7 +47,8 @@ TYPED_TEST(Histogram, SizesAroundBoundariesAndUnalignedSamples) {
 
 TYPED_TEST(Histogram, EveryForcedStrategyGivesTheSameCounts) {
   random_source rng;
-  for (std::int64_t bins : {1, 31, 3000, 40000}) {
+  // 1, 3, 8, 16: the register-counter kernel (shared_memory, counting).
+  for (std::int64_t bins : {1, 3, 8, 16, 31, 3000, 40000}) {
     for (auto s : kAllStrategies) {
       if (TypeParam::on_gpu && !strategy_fits(s, bins, 4)) continue;
       SCOPED_TRACE(tally::to_string(s));

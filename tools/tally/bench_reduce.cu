@@ -102,18 +102,7 @@ class gpu_bench {
     } catch (const device_lost&) {
       report_.notes.push_back("the device entered an error state: the run stopped early");
     }
-    print_table(report_, std::cout);
-    std::cout << "\n";
-    print_summary(report_, std::cout);
-    if (!s_.json_path.empty()) {
-      const std::string error = write_json(report_, s_.json_path);
-      if (!error.empty()) {
-        std::cerr << "tally bench reduce: " << error << "\n";
-        return 1;
-      }
-      std::cerr << "wrote " << s_.json_path << "\n";
-    }
-    return report_.mismatches + report_.failures > 0 ? 1 : 0;
+    return finish_report(report_, s_.json_path);
   }
 
  private:

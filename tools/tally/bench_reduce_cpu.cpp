@@ -154,18 +154,7 @@ class cpu_bench {
         else bench_dot<double>(type, n);
       }
     }
-    print_table(report_, std::cout);
-    std::cout << "\n";
-    print_summary(report_, std::cout);
-    if (!s_.json_path.empty()) {
-      const std::string error = write_json(report_, s_.json_path);
-      if (!error.empty()) {
-        std::cerr << "tally bench reduce: " << error << "\n";
-        return 1;
-      }
-      std::cerr << "wrote " << s_.json_path << "\n";
-    }
-    return report_.mismatches + report_.failures > 0 ? 1 : 0;
+    return finish_report(report_, s_.json_path);
   }
 
  private:

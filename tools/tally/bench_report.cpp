@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <set>
@@ -211,6 +212,21 @@ std::string utc_timestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
   return buf;
+}
+
+int finish_report(const bench_report& report, const std::string& json_path) {
+  print_table(report, std::cout);
+  std::cout << "\n";
+  print_summary(report, std::cout);
+  if (!json_path.empty()) {
+    const std::string error = write_json(report, json_path);
+    if (!error.empty()) {
+      std::cerr << "tally bench reduce: " << error << "\n";
+      return 1;
+    }
+    std::cerr << "wrote " << json_path << "\n";
+  }
+  return report.mismatches + report.failures > 0 ? 1 : 0;
 }
 
 }  // namespace tally::cli

@@ -62,6 +62,10 @@ void print_table(const bench_report& report, std::ostream& out);
 void print_summary(const bench_report& report, std::ostream& out);
 /// Writes the report as JSON. Returns "" or an error message.
 std::string write_json(const bench_report& report, const std::string& path);
+/// Prints the table and the summary, writes the JSON when json_path is not
+/// empty, and returns the command's exit code: 1 on a mismatch, a failure or
+/// a JSON that could not be written, else 0.
+int finish_report(const bench_report& report, const std::string& json_path);
 
 /// The current UTC time as 2026-11-22T12:34:56Z.
 std::string utc_timestamp();

@@ -63,12 +63,29 @@ Items slice_of(const Items& items, std::int64_t first, std::int64_t count) {
   return part;
 }
 
+/// The privatised kernel for `plan`: the register-counter variant when the
+/// plan asks for per-thread counters (counting only), else the shared one.
+template <bool Distributed, class Items, class Out, class Op>
+auto privatized_kernel_for(int registers) {
+  if constexpr (!Distributed && Items::unit) {
+    switch (registers) {
+      case 1: return hk::privatized_kernel<false, 1, Items, Out, Op>;
+      case 2: return hk::privatized_kernel<false, 2, Items, Out, Op>;
+      case 4: return hk::privatized_kernel<false, 4, Items, Out, Op>;
+      case 8: return hk::privatized_kernel<false, 8, Items, Out, Op>;
+      case 16: return hk::privatized_kernel<false, 16, Items, Out, Op>;
+      default: break;
+    }
+  }
+  return hk::privatized_kernel<Distributed, 0, Items, Out, Op>;
+}
+
 /// Launches the privatised kernel for `plan`; returns false when the device
 /// cannot hold one cluster of that shape (the caller falls back to global atomics).
 template <bool Distributed, class Items, class Out, class Op>
 bool launch_privatized(const gpu_backend& gpu, const Items& items, Out* out, const Op& op, histogram_plan& plan,
                        std::int64_t bins, hk::out_of_range_report report, const histogram_options& opts) {
-  const auto kernel = hk::privatized_kernel<Distributed, Items, Out, Op>;
+  const auto kernel = privatized_kernel_for<Distributed, Items, Out, Op>(plan.registers);
   const device_info& dev = current_device_info();
   TALLY_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                   static_cast<int>(plan.shared_bytes)));
@@ -178,6 +195,7 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
   problem.shared_per_block = dev.shared_memory_per_block_optin;
   problem.shared_per_sm = dev.shared_memory_per_sm;
   problem.clusters = dev.major >= 9;
+  problem.counting = Items::unit;
   histogram_plan plan = choose_histogram_plan(problem, opts.strategy, function);
 
   const bool reporting = items.report_out_of_range && opts.checks == check_mode::checked;

@@ -27,12 +27,15 @@ struct reduce_tuning {
   /// kernel's tail in the stream (measured: 0.6 µs a call on the H100).
   bool programmatic_launch = true;
   /// Blocks launched per block that fits at once, at most. Large inputs run
-  /// faster when SMs that drain their blocks sooner can take more of them
-  /// (H100, f32 2^28: 358 µs with one block per slot, 346 with 16); inputs
-  /// of a few tiles per slot run best with one. The factor used is
-  /// tiles_per_slot / kTilesPerBlockTarget, clamped to [1, this].
+  /// faster when SMs that drain their blocks sooner can take more of them;
+  /// inputs of a few tiles per slot run best with one block per slot. The
+  /// factor used is tiles_per_slot / tiles_per_block_target, clamped to
+  /// [1, max_oversubscription]. Swept on the H100 (f32, µs, factor 1/2/4/8/16):
+  /// 2^24 (6 tiles a slot) 27.7/29.0/30.5/34.4/34.4; 2^26 (25) 93.0/92.7/92.9/
+  /// 93.6/94.0; 2^28 (99) 358.6/355.3/350.6/347.6/346.4; 2^30 (397) 1403/1403/
+  /// 1410/1395/1385.
   int max_oversubscription = 16;
-  std::int64_t tiles_per_block_target = 6;
+  std::int64_t tiles_per_block_target = 12;
 };
 inline reduce_tuning& tuning() {
   static reduce_tuning t;

@@ -2,7 +2,7 @@
 // atomic per element (aggregation::never), one per distinct key per warp
 // step (always), or aggregated only while sampled steps keep finding equal
 // keys in the warp (sampled: skewed inputs aggregate, uniform ones over many
-// bins pay one match in kSampleEvery steps).
+// bins pay one match in kSampleQuiet steps, see histogram_sinks.cuh).
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,13 @@
 // memory) and flushes that slice, so the output sees one atomic per bin per
 // cluster instead of per block.
 //
+// Registers (strategy shared_memory, counting into at most 16 bins): each
+// thread keeps its own counters in registers, counter b adding (key == b)
+// for b < Registers (unrolled: no indexed register array, no shared-memory
+// atomic and no match per element); at the end each warp sums its lanes'
+// counters with __reduce_add_sync and lane 0 adds the sums to the block's
+// single shared copy, which is flushed as in the replicated kernel.
+//
 // Distributed (strategy cluster_memory): the bins are cut into C slices, one
 // per block of the cluster, and each update goes to the owning block's
 // shared memory through distributed shared memory (Hopper). One copy of the
@@ -68,8 +75,11 @@ __device__ __forceinline__ stored_t<Items> stored_identity(const Op& op) {
   else return op.template identity<stored_t<Items>>();
 }
 
-template <bool Distributed, class Items, class Out, class Op>
+/// Registers > 0: the register-counter variant (counting, not distributed;
+/// Registers ≥ p.bins).
+template <bool Distributed, int Registers, class Items, class Out, class Op>
 __global__ void __launch_bounds__(1024) privatized_kernel(Items items, Out* out, Op op, privatized_params p) {
+  static_assert(Registers == 0 || (Items::unit && !Distributed), "register counters: counting, replicated only");
   using S = stored_t<Items>;
   extern __shared__ __align__(16) unsigned char shared_raw[];
   S* local = reinterpret_cast<S*>(shared_raw);
@@ -93,7 +103,24 @@ __global__ void __launch_bounds__(1024) privatized_kernel(Items items, Out* out,
       sink.add(valid, key, v);
     });
   };
-  if constexpr (Distributed) {
+  if constexpr (Registers > 0) {
+    unsigned count[Registers];
+#pragma unroll
+    for (int b = 0; b < Registers; ++b) count[b] = 0;
+    for_each_element(items, [&](bool has, std::int64_t i, std::int64_t key, const auto&) {
+      const bool valid = has && key >= 0 && key < p.bins;
+      if (has && !valid) p.report.record(i);
+      const unsigned k = valid ? static_cast<unsigned>(key) : ~0u;
+#pragma unroll
+      for (int b = 0; b < Registers; ++b) count[b] += (k == static_cast<unsigned>(b)) ? 1u : 0u;
+    });
+    // Every lane gets here together (for_each_element visits in lockstep).
+#pragma unroll
+    for (int b = 0; b < Registers; ++b) {
+      const unsigned total = __reduce_add_sync(0xffffffffu, count[b]);
+      if ((threadIdx.x & 31) == 0 && total != 0 && b < p.bins) atomicAdd(local + b, total);
+    }
+  } else if constexpr (Distributed) {
     struct locate_peer {
       S* local;
       std::int64_t slice;

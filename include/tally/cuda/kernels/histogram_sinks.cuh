@@ -22,9 +22,16 @@ namespace tally::kernels::histogram {
 enum class aggregation : int {
   never,    ///< one atomic per element
   always,   ///< match every step
-  sampled,  ///< match one step in kSampleEvery; aggregate the next ones only if it found equal keys
+  sampled,  ///< match on sampled steps; aggregate the steps after a sample only if it found equal keys
 };
+/// Sampled mode: a warp measures its first step; while samples find equal
+/// keys it aggregates every step and measures again every kSampleEvery
+/// steps; after a sample without equal keys it does plain atomics and
+/// measures again only after kSampleQuiet steps. A warp of a 10^7-element
+/// launch makes ~40 steps, so uniform keys pay about one match per warp
+/// (three with a fixed interval of 16 cost 1-4% over plain atomics on H100).
 inline constexpr unsigned kSampleEvery = 16;
+inline constexpr unsigned kSampleQuiet = 256;
 
 /// *p = op(*p, v) atomically; plus goes to the hardware add (complex: per
 /// component), other operators to atomic_update.
@@ -55,19 +62,17 @@ struct atomic_sink {
   Op op;
   aggregation mode;
   bool narrow_keys;  ///< every key fits 32 bits: match on 32 bits (cheaper)
-  unsigned step = 0;
-  bool hot = true;
+  unsigned until_sample = 0;  ///< sampled: steps before the next measuring step (warp-uniform)
+  bool hot = false;           ///< sampled: the last sample found equal keys
 
   template <class V>
   __device__ __forceinline__ void add(bool valid, std::int64_t key, const V& value) {
     bool aggregate = mode == aggregation::always;
+    bool measuring = false;
     if (mode == aggregation::sampled) {
-      if (step++ % kSampleEvery == 0) {
-        aggregate = true;  // this step measures
-        hot = false;
-      } else {
-        aggregate = hot;
-      }
+      measuring = until_sample == 0;
+      aggregate = measuring || hot;
+      if (!measuring) --until_sample;
     }
     if (!aggregate) {
       if (valid) {
@@ -89,8 +94,10 @@ struct atomic_sink {
         if (g.is_writer()) combine_atomically(locate(key), total, op);
       }
     }
-    if (mode == aggregation::sampled && (step - 1) % kSampleEvery == 0)
+    if (measuring) {
       hot = __any_sync(0xffffffffu, shared_key);
+      until_sample = (hot ? kSampleEvery : kSampleQuiet) - 1;
+    }
   }
 };
 
