@@ -188,7 +188,11 @@ tree::maybe<typename Source::acc_type> reduce_root(const cpu_backend& backend, c
     tile_scratch<Acc> scratch;
     return {reduce_tile(src, op, 0, scratch), true};
   }
-  const int threads = static_cast<int>(std::min<std::int64_t>(thread_count(backend), tiles));
+  // A thread is worth starting only for a few tiles of work (each tile is
+  // 16 KB of input); below that, waking the team costs more than it saves.
+  constexpr std::int64_t kTilesPerThread = 8;
+  const int threads =
+      static_cast<int>(std::clamp<std::int64_t>(tiles / kTilesPerThread, 1, thread_count(backend)));
   std::vector<Acc> values(tiles);
 #pragma omp parallel num_threads(threads)
   {
