@@ -73,7 +73,6 @@ auto privatized_kernel_for(int registers) {
       case 2: return hk::privatized_kernel<false, 2, Items, Out, Op>;
       case 4: return hk::privatized_kernel<false, 4, Items, Out, Op>;
       case 8: return hk::privatized_kernel<false, 8, Items, Out, Op>;
-      case 16: return hk::privatized_kernel<false, 16, Items, Out, Op>;
       default: break;
     }
   }
