@@ -29,16 +29,10 @@ namespace tally::kernels {
 inline constexpr int kReduceThreads = 256;
 inline constexpr int kReduceWarps = kReduceThreads / 32;
 inline constexpr int kRowsPerWarp = tree::kTileVectors / tree::kRowVectors / kReduceWarps;
-/// Blocks per SM the kernel is compiled for: 4 caps registers at 64 a thread.
-#ifndef TALLY_REDUCE_MIN_BLOCKS
-#define TALLY_REDUCE_MIN_BLOCKS 4
-#endif
-inline constexpr int kReduceMinBlocks = TALLY_REDUCE_MIN_BLOCKS;
-/// Whether a block loads its next tile while it reduces the current one.
-#ifndef TALLY_REDUCE_PREFETCH
-#define TALLY_REDUCE_PREFETCH 1
-#endif
-inline constexpr bool kReducePrefetch = TALLY_REDUCE_PREFETCH != 0;
+/// Blocks per SM the kernel is compiled for: caps registers at 64 a thread,
+/// which fits the prefetched tile (measured: forcing 6 or 8 blocks spills and
+/// runs slower, docs/NOTES.md).
+inline constexpr int kReduceMinBlocks = 4;
 static_assert(kRowsPerWarp == 4, "the tile combine below is written for 4 rows per warp");
 
 /// Where the kernel keeps tile and group values, and its counters.
@@ -238,7 +232,7 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r) current[r] = detail::load_raw<Aligned>(src, vector_of_row(t, r));
     for (; t < full_end; ++t) {
-      if (kReducePrefetch && t + 1 < full_end) {
+      if (t + 1 < full_end) {
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) next[r] = detail::load_raw<Aligned>(src, vector_of_row(t + 1, r));
       }
@@ -261,13 +255,8 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
           else scratch.tile_values[t - slot + threadIdx.x] = value;
         }
       }
-      if constexpr (kReducePrefetch) {
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) current[r] = next[r];
-      } else if (t + 1 < full_end) {
-#pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) current[r] = detail::load_raw<Aligned>(src, vector_of_row(t + 1, r));
-      }
+      for (int r = 0; r < kRowsPerWarp; ++r) current[r] = next[r];
     }
   }
   if (t < last) {  // the input's last tile, cut short: the same tree with empty leaves
