@@ -21,6 +21,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -248,22 +249,34 @@ struct device_array {
   device_array& operator=(const device_array&) = delete;
 };
 
-template <class Count>
-void bench_histogram_gpu(std::vector<hist_row>& rows, const char* kind, const char* type, const double* x,
-                         std::int64_t n, std::int64_t bins, Count* counts, std::int64_t cub_max_bins) {
-  auto add = [&](hist_row r) {
+/// A function that appends a row to `rows` as one (kind, count type, bins) cell.
+auto row_adder(std::vector<hist_row>& rows, std::string kind, std::string type, std::int64_t bins) {
+  return [&rows, kind = std::move(kind), type = std::move(type), bins](hist_row r) {
     r.kind = kind;
     r.count_type = type;
     r.bins = bins;
-    rows.push_back(r);
+    rows.push_back(std::move(r));
   };
+}
+
+/// Times the two atomics peers: plain atomicAdd and the paper's shuffle
+/// aggregation. run(how) queues one call of the peer `how`.
+template <class Add, class Run>
+void add_atomics_peers(const Add& add, const Run& run) {
   using peers = bench::peers::hist_atomics;
   for (auto how : {peers::plain, peers::paper_shuffle}) {
     hist_row r;
     r.impl = how == peers::plain ? "plain_atomics" : "paper_shuffle";
-    r.median_us = median_us([&] { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, counts, nullptr); });
+    r.median_us = median_us([&] { run(how); });
     add(r);
   }
+}
+
+template <class Count>
+void bench_histogram_gpu(std::vector<hist_row>& rows, const char* kind, const char* type, const double* x,
+                         std::int64_t n, std::int64_t bins, Count* counts, std::int64_t cub_max_bins) {
+  const auto add = row_adder(rows, kind, type, bins);
+  add_atomics_peers(add, [&](auto how) { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, counts, nullptr); });
   const auto tally_call = [&](const histogram_options& o) { histogram_even(gpu, x, n, bins, 0.0, 1.0, counts, o); };
   add(time_tally("tally", tally_call, {}));
   for (auto s : kForced) {
@@ -356,20 +369,10 @@ int run_bench_histogram(int argc, char** argv) {
         for (std::size_t i = 0; i < host_x.size(); ++i)
           host_index[i] = static_cast<int>(std::min<double>(host_x[i] * static_cast<double>(bins), bins - 1));
         TALLY_CUDA(cudaMemcpy(index.p, host_index.data(), host_index.size() * sizeof(int), cudaMemcpyHostToDevice));
-        auto add = [&](hist_row r) {
-          r.kind = "scatter_add";
-          r.count_type = "f64";
-          r.bins = bins;
-          rows.push_back(r);
-        };
-        using peers = bench::peers::hist_atomics;
-        for (auto how : {peers::plain, peers::paper_shuffle}) {
-          hist_row r;
-          r.impl = how == peers::plain ? "plain_atomics" : "paper_shuffle";
-          r.median_us = median_us(
-              [&] { bench::peers::scatter_add_atomics(how, index.p, weights.p, s.n, out_f64.p, bins, nullptr); });
-          add(r);
-        }
+        const auto add = row_adder(rows, "scatter_add", "f64", bins);
+        add_atomics_peers(add, [&](auto how) {
+          bench::peers::scatter_add_atomics(how, index.p, weights.p, s.n, out_f64.p, bins, nullptr);
+        });
         // tally's scatter_reduce accumulates: clear first, as the peers do.
         const auto scatter = [&](const histogram_options& o) {
           TALLY_CUDA(cudaMemsetAsync(out_f64.p, 0, static_cast<std::size_t>(bins) * sizeof(double), nullptr));
