@@ -26,6 +26,7 @@ const device_info& current_device_info() {
   info.shared_memory_per_block_optin = p.sharedMemPerBlockOptin;
   info.shared_memory_per_sm = p.sharedMemPerMultiprocessor;
   info.l2_bytes = p.l2CacheSize;
+  info.cooperative_launch = p.cooperativeLaunch != 0;
   info.global_memory_bytes = p.totalGlobalMem;
   // CUDA 13 dropped these from cudaDeviceProp; ask the attributes.
   TALLY_CUDA(cudaDeviceGetAttribute(&info.memory_clock_khz, cudaDevAttrMemoryClockRate, device));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "test_histogram_support.hpp"
@@ -82,6 +83,48 @@ TYPED_TEST(Histogram, EverySampleInOneBin) {
   }
 }
 
+struct sample_is_bin {
+  __host__ __device__ std::int64_t operator()(std::int32_t v) const { return v; }
+};
+
+// 10^5 bins only fit a block as 16-bit counters (two per word): counts past
+// 65535 in one block must carry exactly, in the low half, the high half of
+// the same word, and the last word whose high half is no bin.
+TYPED_TEST(Histogram, PackedCountersCountPastSixteenBits) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t bins = 100001;
+  std::vector<std::int32_t> x;
+  for (int i = 0; i < 140000; ++i) x.push_back(50000), x.push_back(50001);
+  for (int i = 0; i < 70000; ++i) x.push_back(100000), x.push_back(static_cast<std::int32_t>(rng.integer(0, 100000)));
+  for (int i = 0; i < 1000; ++i) x.push_back(static_cast<std::int32_t>(rng.integer(-5, 100010)));  // some outside
+  for (std::size_t i = x.size() - 1; i > 0; --i) std::swap(x[i], x[static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(i)))]);
+  std::vector<std::int64_t> expected(static_cast<std::size_t>(bins), 0);
+  for (auto v : x)
+    if (v >= 0 && v < bins) ++expected[static_cast<std::size_t>(v)];
+  buffer<std::int32_t> samples(S::on_gpu, x.size());
+  samples.write(x);
+  for (int grid : {0, 1, 2}) {  // 1 and 2 blocks: each sees > 65535 samples of bins 50000 and 50001
+    tally::histogram_options opts;
+    opts.grid_blocks = grid;
+    tally::histogram_strategy chosen = tally::histogram_strategy::plain_atomics;
+    opts.chosen = &chosen;
+    buffer<std::int32_t> counts(S::on_gpu, static_cast<std::size_t>(bins));
+    tally::histogram_custom(S::backend(), samples.data(), static_cast<std::int64_t>(x.size()), bins, sample_is_bin{},
+                            counts.data(), opts);
+    const auto got = counts.read();
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), expected.begin())) << "grid=" << grid;
+    if (S::on_gpu) EXPECT_EQ(chosen, tally::histogram_strategy::shared_memory) << "grid=" << grid;
+    buffer<double> real_counts(S::on_gpu, static_cast<std::size_t>(bins));
+    tally::histogram_custom(S::backend(), samples.data(), static_cast<std::int64_t>(x.size()), bins, sample_is_bin{},
+                            real_counts.data(), opts);
+    const auto got_real = real_counts.read();
+    for (std::size_t k = 0; k < got_real.size(); ++k)
+      ASSERT_EQ(got_real[k], static_cast<double>(expected[k])) << "bin " << k << " grid=" << grid;
+  }
+}
+
 TYPED_TEST(Histogram, RangeCountsMatchUpperBound) {
   using S = TypeParam;
   random_source rng;
@@ -154,6 +197,49 @@ TYPED_TEST(Histogram, WeightedSumsMatchALongDoubleReference) {
     for (std::size_t k = 0; k < got.size(); ++k)
       ASSERT_NEAR(got[k], static_cast<double>(exact[k]), 1e-13 * static_cast<double>(magnitude[k]) + 1e-300)
           << "bin " << k << " of " << bins;
+  }
+}
+
+// Deterministic weighted histograms (range: levels and sums share the call's
+// scratch with the partial rows) equal the one-thread CPU bit for bit.
+TYPED_TEST(Histogram, DeterministicWeightedHistogramsMatchTheCpuBitwise) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 200003;
+  const auto x = samples_with_outliers(rng, n, 0.0, 1.0);
+  std::vector<double> w(n);
+  for (auto& v : w) v = rng.real(-1.0, 1.0) * std::pow(2.0, static_cast<double>(rng.integer(-30, 30)));
+  buffer<double> samples(S::on_gpu, n), weights(S::on_gpu, n);
+  samples.write(x);
+  weights.write(w);
+  tally::histogram_options det;
+  det.deterministic = true;
+  for (std::int64_t num_levels : {2, 51, 20001, 60001}) {
+    std::vector<double> levels(static_cast<std::size_t>(num_levels));
+    for (std::size_t k = 0; k < levels.size(); ++k)
+      levels[k] = static_cast<double>(k) / static_cast<double>(num_levels - 1) * (1.0 + 1e-9);
+    const auto bins = static_cast<std::size_t>(num_levels - 1);
+    std::vector<double> reference(bins);
+    tally::histogram_range_weighted(tally::cpu.with_threads(1), x.data(), w.data(), static_cast<std::int64_t>(n),
+                                    levels.data(), num_levels, reference.data(), det);
+    buffer<double> sums(S::on_gpu, bins);
+    for (int grid : {0, 5}) {
+      tally::histogram_options opts = det;
+      opts.grid_blocks = grid;
+      tally::histogram_range_weighted(S::backend(), samples.data(), weights.data(), static_cast<std::int64_t>(n),
+                                      levels.data(), num_levels, sums.data(), opts);
+      const auto got = sums.read();
+      EXPECT_EQ(std::memcmp(got.data(), reference.data(), bins * sizeof(double)), 0)
+          << "num_levels=" << num_levels << " grid=" << grid;
+    }
+    std::vector<double> even_reference(bins);
+    tally::histogram_even_weighted(tally::cpu.with_threads(1), x.data(), w.data(), static_cast<std::int64_t>(n),
+                                   num_levels - 1, 0.0, 1.0, even_reference.data(), det);
+    tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), static_cast<std::int64_t>(n),
+                                   num_levels - 1, 0.0, 1.0, sums.data(), det);
+    const auto got = sums.read();
+    EXPECT_EQ(std::memcmp(got.data(), even_reference.data(), bins * sizeof(double)), 0) << "bins=" << bins;
   }
 }
 

@@ -58,7 +58,7 @@ __global__ void hist_kernel(hist_atomics how, const double* x, std::int64_t n, s
   }
 }
 
-__global__ void scatter_kernel(hist_atomics how, const int* index, const double* value, std::int64_t n, double* out) {
+__global__ void scatter_kernel(hist_atomics how, const std::int64_t* index, const double* value, std::int64_t n, double* out) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     add(how, out + index[i], value[i]);
@@ -84,7 +84,7 @@ void hist_even_atomics(hist_atomics how, const double* x, std::int64_t n, std::i
   run_hist(how, x, n, bins, lo, hi, counts, stream);
 }
 
-void scatter_add_atomics(hist_atomics how, const int* index, const double* value, std::int64_t n, double* out,
+void scatter_add_atomics(hist_atomics how, const std::int64_t* index, const double* value, std::int64_t n, double* out,
                          std::int64_t out_size, cudaStream_t stream) {
   TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(out_size) * sizeof(double), stream));
   scatter_kernel<<<kBlocks, kThreads, 0, stream>>>(how, index, value, n, out);

@@ -72,8 +72,9 @@ struct histogram_options : options {
   ///     of max|v|, so no sum can overflow; every value is kept to about
   ///     61 - ceil(log2 n) bits below the largest (39 bits for n = 10^7).
   ///     Costs one extra read of the values.
-  ///   - s given (fixed_point_bits = s): one pass; every |v|·2^s must stay
-  ///     below 2^(62 - ceil(log2 n)) so that no sum can overflow.
+  ///   - s given (fixed_point_bits = s, -1022 <= s <= 1023, else
+  ///     invalid_argument): one pass; every |v|·2^s must stay below
+  ///     2^(62 - ceil(log2 n)) so that no sum can overflow.
   /// A value outside the contract (or NaN/inf) is an error: tally::
   /// invalid_argument naming 'value'. The GPU backend reads an error flag
   /// back to report it, which waits for the stream (checked mode only; in
@@ -161,23 +162,41 @@ constexpr int fixed_point_headroom_bits(std::int64_t n) {
   return 62 - log2n;
 }
 
-/// The derived scale for values whose largest magnitude has exponent `e`
-/// (max|v| in [2^e, 2^(e+1))): s = 61 - e - ceil(log2 n).
-constexpr int derived_fixed_point_bits(int e, std::int64_t n) { return fixed_point_headroom_bits(n) - 1 - e; }
+/// Scales s for which 2^s is a normal double: v·2^s is then one correctly
+/// rounded multiplication (the same on every backend and compiler).
+inline constexpr int kMinFixedPointBits = -1022;
+inline constexpr int kMaxFixedPointBits = 1023;
 
-/// Values rounded to int64 fixed point q = round(v·2^s). A value whose |q|
-/// would reach 2^limit_bits (or NaN/inf) gives 0 and raises *bad.
+/// The derived scale for values whose largest magnitude has exponent `e`
+/// (max|v| in [2^e, 2^(e+1))): s = 61 - e - ceil(log2 n), kept within
+/// [kMinFixedPointBits, kMaxFixedPointBits] (only data below ~2^-985 lose
+/// precision to that bound).
+constexpr int derived_fixed_point_bits(int e, std::int64_t n) {
+  const int s = fixed_point_headroom_bits(n) - 1 - e;
+  return s < kMinFixedPointBits ? kMinFixedPointBits : (s > kMaxFixedPointBits ? kMaxFixedPointBits : s);
+}
+
+/// Values rounded to int64 fixed point q = round(v·2^s), with the
+/// multiplier 2^s computed once per call (not per value: the quantisation
+/// runs once per element and must stay cheaper than the loads). A value
+/// whose |q| would reach `limit` = 2^limit_bits (or NaN/inf) gives 0 and
+/// raises *bad.
 struct fixed_point_value {
   using type = long long;
-  int bits;                     ///< s, when bits_on_device is null
-  const int* bits_on_device;    ///< s computed on the device (derived scale)
-  int limit_bits;
-  unsigned* bad;                ///< set to 1 on a value outside the contract
+  double scale;                   ///< 2^s, when scale_on_device is null
+  const double* scale_on_device;  ///< 2^s computed on the device (derived scale)
+  double limit;                   ///< 2^limit_bits
+  unsigned* bad;                  ///< set to 1 on a value outside the contract
+
+  /// The value for scale s (in [kMinFixedPointBits, kMaxFixedPointBits]),
+  /// `limit_bits` = fixed_point_headroom_bits(n).
+  static fixed_point_value with_bits(int s, int limit_bits, unsigned* bad) {
+    return {std::ldexp(1.0, s), nullptr, std::ldexp(1.0, limit_bits), bad};
+  }
+
   template <class B>
   TALLY_HD_INLINE long long operator()(const B& b) const {
-    const int s = bits_on_device ? *bits_on_device : bits;
-    const double scaled = std::ldexp(static_cast<double>(b), s);
-    const double limit = std::ldexp(1.0, limit_bits);
+    const double scaled = static_cast<double>(b) * (scale_on_device ? *scale_on_device : scale);
     if (!(scaled > -limit && scaled < limit)) {
 #if defined(__CUDA_ARCH__)
       atomicOr(bad, 1u);
@@ -263,6 +282,14 @@ void run_deterministic(const gpu_backend&, const A* a, const B* b, std::int64_t 
                              " (deterministic mode could overflow; give a smaller fixed_point_bits)");
 }
 
+/// Rejects a given fixed-point scale outside [kMinFixedPointBits, kMaxFixedPointBits].
+inline void check_fixed_point_bits(const char* function, const histogram_options& opts) {
+  const int s = opts.fixed_point_bits;
+  if (opts.deterministic && s != kDeriveFixedPointScale && (s < kMinFixedPointBits || s > kMaxFixedPointBits))
+    throw_invalid_argument(function, "options.fixed_point_bits",
+                           "must lie in [-1022, 1023] (got " + std::to_string(s) + ")");
+}
+
 /// The error for a scatter index out of range.
 [[noreturn]] inline void throw_bad_index(const char* function, std::int64_t position, long long index,
                                          std::int64_t size) {
@@ -314,6 +341,7 @@ void run_histogram(const Backend& backend, const A* samples, const B* weights, s
   if (n == 0) return;
   if constexpr (!std::is_same_v<B, unit_weight>) {
     if (opts.deterministic) {
+      check_fixed_point_bits(function, opts);
       run_deterministic(backend, samples, weights, n, bins, key, counts, false, opts, function, scratch);
       return;
     }
@@ -427,6 +455,7 @@ void scatter_reduce(const Backend& backend, const I* index, const V* value, std:
   if (n == 0) return;
   if (opts.deterministic) {
     if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<V>) {
+      detail::check_fixed_point_bits("scatter_reduce", opts);
       detail::run_deterministic(backend, index, value, n, out_size, detail::index_key{}, out,
                                 opts.checks == check_mode::checked, opts, "scatter_reduce", nullptr);
       return;

@@ -18,7 +18,9 @@ struct options {
   check_mode checks = check_mode::checked;
   summation sum = summation::plain;
   /// GPU backend: blocks to launch; 0 picks them from the device's occupancy.
-  /// The result does not depend on it (tests force several values to prove so).
+  /// Kernels with a grid-wide barrier (the shared-memory histogram) launch at
+  /// most as many blocks as the device holds at once. The result does not
+  /// depend on it (tests force several values to prove so).
   int grid_blocks = 0;
 };
 

@@ -148,7 +148,7 @@ void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int6
     bits = largest > 0 ? derived_fixed_point_bits(std::ilogb(largest), n) : 0;
   }
   unsigned bad = 0;
-  const fixed_point_value quantize{bits, nullptr, fixed_point_headroom_bits(n), &bad};
+  const auto quantize = fixed_point_value::with_bits(bits, fixed_point_headroom_bits(n), &bad);
   scatter_items<A, B, Key, fixed_point_value> items{report_out_of_range, a, b, n, key, quantize};
   std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
   execute_scatter(cpu, items, bins, sums.data(), plus{}, opts, function, nullptr);

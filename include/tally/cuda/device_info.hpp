@@ -15,6 +15,7 @@ struct device_info {
   std::size_t shared_memory_per_block_optin = 0;  ///< bytes a block may use after opting in
   std::size_t shared_memory_per_sm = 0;
   std::size_t l2_bytes = 0;
+  bool cooperative_launch = false;  ///< grids may synchronise (all blocks resident)
   std::size_t global_memory_bytes = 0;
   int memory_clock_khz = 0;
   int memory_bus_bits = 0;

@@ -46,4 +46,11 @@ __device__ __forceinline__ T shuffle(const T& value, int source, unsigned mask =
   return detail::shuffle_words(value, [&](unsigned word) { return __shfl_sync(mask, word, source); });
 }
 
+/// The value held by lane (lane ^ lane_mask): a butterfly step.
+/// Pre: as shuffle_down.
+template <class T>
+__device__ __forceinline__ T shuffle_xor(const T& value, int lane_mask, unsigned mask = kFullMask) {
+  return detail::shuffle_words(value, [&](unsigned word) { return __shfl_xor_sync(mask, word, lane_mask); });
+}
+
 }  // namespace tally::device

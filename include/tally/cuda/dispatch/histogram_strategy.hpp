@@ -7,13 +7,15 @@
 //   - per-element atomics: cheap in shared memory, dear in global memory
 //     (H100: ~73 G random global atomics/s, and one address serialises:
 //     plain int32 atomics take 7.3 ms for 10^7 elements into 1 bin);
-//   - privatised bins cost zeroing plus one global atomic per bin per copy
-//     at the end: (blocks / cluster) × bins atomics, so large bin counts want
-//     large clusters (fewer copies of the bins on the chip).
+//   - privatised bins cost zeroing plus a flush: one coalesced global
+//     atomic per bin per block (cheap: 2.6 M of them for 10^4 bins on 264
+//     blocks cost ~4 µs on H100), or, for packed 16-bit counters and the
+//     deterministic kernel, one row per block summed after a grid barrier
+//     (kernels/histogram_partials.cuh).
 // Hence, in order:
 //   1. shared_memory while the bins fit one block's shared memory (up to
-//      ~200 KB: 50K int32 bins), a cluster sharing out the flush when
-//      blocks × bins would need many atomics; counting into at most
+//      kMaxSharedBytes: 57K int32 bins; counting falls back to packed
+//      16-bit counters up to 114K bins); counting into at most
 //      kRegisterBins bins keeps per-thread counters in registers instead
 //      (no shared-memory atomic, no match per element);
 //   2. global atomics beyond, warp-aggregated on sampled evidence of equal
@@ -43,9 +45,9 @@
 
 namespace tally::detail {
 
-/// Shared memory a privatised block may use: leaves room for the runtime's
-/// reserve and a second block per SM when the bins are small.
-inline constexpr std::size_t kMaxSharedBytes = 200 * 1024;
+/// Shared memory a privatised block may use (H100: 227 KB per block after
+/// opting in, of which the runtime reserves 1 KB).
+inline constexpr std::size_t kMaxSharedBytes = 224 * 1024;
 /// Budget for several private copies of few bins (copies cut contention).
 inline constexpr std::size_t kCopiesBytes = 16 * 1024;
 inline constexpr int kMaxCopies = 16;
@@ -58,10 +60,17 @@ inline constexpr std::int64_t kAggregateBins = 64;
 // registers (CUB 33.6); 10 bins, rounded up to 16 counters, 40.7 µs: the 16
 // compare-adds per sample cost more than they save there, so the bound is 8.
 inline constexpr std::int64_t kRegisterBins = 8;
-/// Flush atomics above which the flush is shared out over a cluster.
+/// Flush atomics above which cluster_memory uses larger clusters.
 inline constexpr std::int64_t kFlushAtomics = std::int64_t(1) << 18;
+/// Most blocks per SM of a privatised launch.
+inline constexpr int kMaxPrivatizedBlocksPerSm = 4;
+/// Most bytes of partial rows (one row of bins per block) a call may use:
+/// they should stay in L2 (50 MB on H100). One block per SM always fits.
+inline constexpr std::size_t kPartialsCap = std::size_t(32) << 20;
 /// Largest cluster tried (16 is Hopper's non-portable maximum).
 inline constexpr int kMaxCluster = 16;
+/// Rows of at least this many bytes: 1024-thread privatised blocks (fewer rows).
+inline constexpr std::size_t kWideRowBytes = 16 * 1024;
 /// Threads per block of the privatised and of the global kernels.
 inline constexpr int kPrivatizedThreads = 512;
 inline constexpr int kGlobalThreads = 256;
@@ -76,6 +85,7 @@ struct histogram_problem {
   std::size_t shared_per_block = 48 * 1024;  ///< opt-in maximum
   std::size_t shared_per_sm = 100 * 1024;
   bool clusters = false;              ///< compute capability 9.0 or later
+  bool cooperative = false;           ///< cooperative launches (a grid-wide barrier)
   bool counting = false;              ///< every element adds 1 (unweighted histogram)
 };
 
@@ -88,7 +98,12 @@ struct histogram_plan {
   bool aggregate = false;  ///< warp-aggregate before each atomic (global: sampled when automatic)
   bool sampled = false;    ///< global strategies: aggregate on sampled evidence only
   int registers = 0;       ///< shared_memory counting: per-thread counters (1, 2, 4, 8), 0: none
+  bool packed = false;     ///< shared_memory counting: 16-bit counters, two per word
   std::size_t shared_bytes = 0;
+  /// shared_memory without registers (kernels/histogram_partials.cuh): stored
+  /// bins per row (bins rounded up to 16 bytes) and bytes per row.
+  std::int64_t stride = 0;
+  std::size_t row_bytes = 0;
 };
 
 inline std::size_t shared_budget(const histogram_problem& p) {
@@ -98,8 +113,22 @@ inline std::size_t shared_budget(const histogram_problem& p) {
 
 inline std::int64_t bin_bytes(const histogram_problem& p) { return p.bins * static_cast<std::int64_t>(p.slot_bytes); }
 
+/// Bytes of one copy of the bins stored `slot` bytes each, rounded up to 16.
+inline std::int64_t padded_bytes(std::int64_t bins, std::size_t slot) {
+  const auto per = static_cast<std::int64_t>(slot);
+  const std::int64_t stride = (bins * per + 15) / 16 * 16 / per;
+  return stride * per;
+}
+
+/// Counting that needs 16-bit counters to fit a block.
+inline bool needs_packing(const histogram_problem& p) {
+  return p.counting && padded_bytes(p.bins, p.slot_bytes) > static_cast<std::int64_t>(shared_budget(p));
+}
+
 inline bool fits_block(const histogram_problem& p) {
-  return p.shared_atomics && bin_bytes(p) <= static_cast<std::int64_t>(shared_budget(p));
+  const std::size_t slot = needs_packing(p) ? 2 : p.slot_bytes;
+  return p.shared_atomics && p.cooperative &&
+         padded_bytes(p.bins, slot) <= static_cast<std::int64_t>(shared_budget(p));
 }
 
 inline bool fits_cluster(const histogram_problem& p) {
@@ -110,21 +139,35 @@ inline bool fits_cluster(const histogram_problem& p) {
 inline histogram_plan plan_shared(const histogram_problem& p) {
   histogram_plan plan;
   plan.strategy = histogram_strategy::shared_memory;
-  const std::int64_t one = std::max<std::int64_t>(bin_bytes(p), 1);
-  plan.copies = static_cast<int>(std::clamp<std::int64_t>(static_cast<std::int64_t>(kCopiesBytes) / one, 1, kMaxCopies));
-  plan.aggregate = !p.counting && p.bins <= kAggregateBins;
   if (p.counting && p.bins <= kRegisterBins) {
     int r = 1;
     while (r < p.bins) r *= 2;
     plan.registers = r;
-    plan.copies = 1;  // shared memory only receives one add per bin per warp
+    plan.shared_bytes = static_cast<std::size_t>(p.bins) * p.slot_bytes;
+    return plan;
   }
+  plan.packed = needs_packing(p);
+  const std::size_t slot = plan.packed ? 2 : p.slot_bytes;
+  const std::int64_t one = padded_bytes(p.bins, slot);
+  plan.stride = one / static_cast<std::int64_t>(slot);
+  plan.row_bytes = static_cast<std::size_t>(one);
+  plan.copies = plan.packed ? 1
+                            : static_cast<int>(std::clamp<std::int64_t>(
+                                  static_cast<std::int64_t>(kCopiesBytes) / one, 1, kMaxCopies));
+  plan.aggregate = !p.counting && p.bins <= kAggregateBins;
   plan.shared_bytes = static_cast<std::size_t>(one * plan.copies);
-  const std::int64_t blocks_per_sm =
-      std::max<std::int64_t>(1, std::min<std::int64_t>(4, p.shared_per_sm / (plan.shared_bytes + 1024)));
-  const std::int64_t blocks = blocks_per_sm * p.sm_count;
-  if (p.clusters && blocks * p.bins > kFlushAtomics) plan.cluster = 8;  // portable size; the launcher may shrink it
   return plan;
+}
+
+/// Bytes of partial rows that any shared_memory plan of `bins` bins stored in
+/// at most `slot` bytes may need on a device of `sm_count` SMs (callers that
+/// draw a call's scratch before the plan is made reserve this much).
+inline std::size_t partials_reserve(std::int64_t bins, std::size_t slot, int sm_count) {
+  const auto bytes = static_cast<std::size_t>(padded_bytes(bins, slot)) * static_cast<std::size_t>(sm_count) *
+                     kMaxPrivatizedBlocksPerSm;
+  const auto one_per_sm = static_cast<std::size_t>(padded_bytes(bins, slot)) * static_cast<std::size_t>(sm_count);
+  return bins * 2 <= static_cast<std::int64_t>(kMaxSharedBytes) ? std::min(bytes, std::max(kPartialsCap, one_per_sm))
+                                                                 : 0;
 }
 
 inline histogram_plan plan_cluster(const histogram_problem& p) {

@@ -47,8 +47,10 @@ inline constexpr int kRun = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A
 /// items, where in_range tells whether the lane holds an element this call.
 /// Every lane of every warp calls visit the same number of times (lanes
 /// without an element pass in_range = false), so visit may use warp-wide
-/// intrinsics over the full mask. Pre: blockDim.x is a multiple of 32.
-template <class Items, class Visit>
+/// intrinsics over the full mask. Backward walks the grid's strides from the
+/// end of the arrays (what a forward pass just read is still in L2).
+/// Pre: blockDim.x is a multiple of 32.
+template <bool Backward = false, class Items, class Visit>
 __device__ __forceinline__ void for_each_element(const Items& items, Visit&& visit) {
   using A = typename Items::first_type;
   using B = typename Items::second_type;
@@ -69,7 +71,11 @@ __device__ __forceinline__ void for_each_element(const Items& items, Visit&& vis
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const std::int64_t warps = (static_cast<std::int64_t>(gridDim.x) * blockDim.x) >> 5;
 
-  for (std::int64_t r0 = warp * 32 * U; r0 < runs; r0 += warps * 32 * U) {
+  const std::int64_t start = warp * 32 * U;
+  const std::int64_t step = warps * 32 * U;
+  const std::int64_t steps = runs > start ? (runs - start + step - 1) / step : 0;
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const std::int64_t r0 = start + (Backward ? steps - 1 - t : t) * step;
     A a[U][N];
     B b[U][N];
     bool has[U];

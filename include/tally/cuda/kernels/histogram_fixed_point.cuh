@@ -13,9 +13,22 @@ namespace tally::kernels::histogram {
 /// Scratch words (in the workspace's zeroed bytes) of a deterministic call.
 struct fixed_point_words {
   unsigned long long largest_bits;  ///< bits of max|v| as a double (ordered like the values)
+  double scale;                     ///< 2^s, derived on the device
   unsigned bad;                     ///< a value outside the contract
   int bits;                         ///< the scale s, derived on the device
 };
+
+/// The derived scale s for the largest magnitude whose bits are `largest_bits`
+/// (derived_fixed_point_bits, with the headroom computed on the host).
+__device__ __forceinline__ int derive_bits(unsigned long long largest_bits, int headroom_bits) {
+  const double largest = __longlong_as_double(static_cast<long long>(largest_bits));
+  if (!(largest > 0)) return 0;
+  const int s = headroom_bits - 1 - ilogb(largest);
+  return s < ::tally::detail::kMinFixedPointBits ? ::tally::detail::kMinFixedPointBits
+                                                 : (s > ::tally::detail::kMaxFixedPointBits
+                                                        ? ::tally::detail::kMaxFixedPointBits
+                                                        : s);
+}
 
 /// words->largest_bits = max over i of the bits of |double(b[i])|; NaN and
 /// inf raise words->bad. Grid-stride.
@@ -35,13 +48,12 @@ __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point
   if (bad) atomicOr(&words->bad, 1u);
 }
 
-/// One thread: words->bits = the derived scale s = headroom - 1 - e
-/// (histogram.hpp; headroom = fixed_point_headroom_bits(n), computed on the
-/// host), and clears largest_bits (the zeroed bytes must be left zero).
+/// One thread: words->bits = the derived scale s (derive_bits), words->scale
+/// = 2^s, and clears largest_bits (the zeroed bytes must be left zero).
 template <class Unused = void>  // a template, so the header may be included by many sources
 __global__ void derive_scale_kernel(int headroom_bits, fixed_point_words* words) {
-  const double largest = __longlong_as_double(static_cast<long long>(words->largest_bits));
-  words->bits = largest > 0 ? headroom_bits - 1 - ilogb(largest) : 0;
+  words->bits = derive_bits(words->largest_bits, headroom_bits);
+  words->scale = ldexp(1.0, words->bits);
   words->largest_bits = 0;
 }
 

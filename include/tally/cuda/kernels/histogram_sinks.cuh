@@ -41,6 +41,30 @@ __device__ __forceinline__ void combine_atomically(T* p, const T& v, const Op& o
   else device::atomic_accumulate(p, v, op);
 }
 
+/// *p += v for a 64-bit integer in shared memory as two native 32-bit atomic
+/// adds with the carry taken from the low word's old value: sm_90 has no
+/// 64-bit shared-memory atomic add (it compiles to a CAS loop, ATOMS.CAST.SPIN.64,
+/// which under contention retries). Exact modulo 2^64; the pair of words is
+/// consistent once every add has landed (read after a barrier).
+template <class T>
+__device__ __forceinline__ void shared_add_64(T* p, T v) {
+  static_assert(sizeof(T) == 8 && std::is_integral_v<T>);
+  auto* word = reinterpret_cast<unsigned*>(p);  // little-endian: low word first
+  const auto bits = static_cast<unsigned long long>(v);
+  const auto low = static_cast<unsigned>(bits);
+  const auto high = static_cast<unsigned>(bits >> 32);
+  const unsigned old = atomicAdd(word, low);
+  const unsigned carry = old + low < old ? 1u : 0u;
+  if (high + carry != 0) atomicAdd(word + 1, high + carry);
+}
+
+/// *p = op(*p, v) on shared memory (64-bit integer sums split in two).
+template <class T, class Op>
+__device__ __forceinline__ void combine_in_shared(T* p, const T& v, const Op& op) {
+  if constexpr (std::is_same_v<Op, plus> && std::is_integral_v<T> && sizeof(T) == 8) shared_add_64(p, v);
+  else combine_atomically(p, v, op);
+}
+
 /// True when v is bit for bit the operator's identity: such partials are not flushed.
 template <class T>
 __device__ __forceinline__ bool same_bits(const T& a, const T& b) {
@@ -65,6 +89,12 @@ struct atomic_sink {
   unsigned until_sample = 0;  ///< sampled: steps before the next measuring step (warp-uniform)
   bool hot = false;           ///< sampled: the last sample found equal keys
 
+  template <class O>
+  static __device__ __forceinline__ void update(S* p, const S& v, const O& o) {
+    if constexpr (Locate::shared) combine_in_shared(p, v, o);
+    else combine_atomically(p, v, o);
+  }
+
   template <class V>
   __device__ __forceinline__ void add(bool valid, std::int64_t key, const V& value) {
     bool aggregate = mode == aggregation::always;
@@ -76,8 +106,8 @@ struct atomic_sink {
     }
     if (!aggregate) {
       if (valid) {
-        if constexpr (Unit) combine_atomically(locate(key), S(1), plus{});
-        else combine_atomically(locate(key), static_cast<S>(value), op);
+        if constexpr (Unit) update(locate(key), S(1), plus{});
+        else update(locate(key), static_cast<S>(value), op);
       }
       return;
     }
@@ -88,10 +118,10 @@ struct atomic_sink {
                                                : device::group_by_key(active, key);
       shared_key = g.size() > 1;
       if constexpr (Unit) {
-        if (__ffs(g.members) - 1 == g.lane) combine_atomically(locate(key), static_cast<S>(g.size()), plus{});
+        if (__ffs(g.members) - 1 == g.lane) update(locate(key), static_cast<S>(g.size()), plus{});
       } else {
         const S total = device::group_inclusive_scan(g, static_cast<S>(value), op);
-        if (g.is_writer()) combine_atomically(locate(key), total, op);
+        if (g.is_writer()) update(locate(key), total, op);
       }
     }
     if (measuring) {
@@ -101,9 +131,11 @@ struct atomic_sink {
   }
 };
 
-/// Keys index an array directly (global output or a private copy).
-template <class S>
+/// Keys index an array directly: the output in global memory, or (Shared) a
+/// private copy in the block's shared memory.
+template <class S, bool Shared = false>
 struct locate_direct {
+  static constexpr bool shared = Shared;
   S* base;
   __device__ __forceinline__ S* operator()(std::int64_t key) const { return base + key; }
 };
