@@ -125,10 +125,10 @@ partials_shape shape_partials(Kernel kernel, const histogram_plan& plan, std::in
                                   static_cast<int>(plan.shared_bytes)));
   partials_shape shape;
   // Large rows: 1024-thread blocks, so fewer rows to write and read back.
-  shape.threads = plan.row_bytes >= kWideRowBytes ? 1024 : kPrivatizedThreads;
+  shape.threads = plan.row_bytes >= kWideRowBytes && !plan.thread_private ? 1024 : kPrivatizedThreads;
   int per_sm = 0;
   TALLY_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, shape.threads, plan.shared_bytes));
-  if (per_sm == 0 && shape.threads > kPrivatizedThreads) {
+  if (per_sm == 0 && shape.threads > kPrivatizedThreads) {  // (thread_private plans are sized for kPrivatizedThreads)
     shape.threads = kPrivatizedThreads;
     TALLY_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, shape.threads, plan.shared_bytes));
   }
@@ -180,7 +180,8 @@ bool launch_partials(const gpu_backend& gpu, const Items& items, Out* out, const
     config.numAttrs = with_rows ? 1 : 0;  // cooperative: all blocks resident for the barrier
     const hk::aggregation mode = plan.aggregate ? hk::aggregation::always : hk::aggregation::never;
     const hk::partials_params params{bins,          plan.copies, mode,          report,    with_rows ? rows.rows : nullptr,
-                                     plan.stride,   derive,      headroom_bits, scale_bits};
+                                     plan.stride,   derive,      headroom_bits, scale_bits,
+                                     plan.thread_private};
     TALLY_CUDA(cudaLaunchKernelEx(&config, kernel, items, out, op, params));
     TALLY_CUDA_LAUNCHED("tally::kernels::histogram::partials_kernel");
     return true;

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include <cuda/annotated_ptr>
+
 #include "tally/histogram.hpp"
 
 namespace tally::kernels::histogram {
@@ -19,7 +21,8 @@ __device__ __forceinline__ bool is_aligned16(const T* p) {
 
 /// Loads N consecutive elements at p: 16-byte loads when `vectorised` (p
 /// 16-aligned) and the run is whole vectors, element loads otherwise.
-template <class T, int N>
+/// EvictFirst: with the L2 evict-first hint (data read for the last time).
+template <bool EvictFirst = false, class T, int N>
 __device__ __forceinline__ void load_run(const T* p, T (&out)[N], bool vectorised) {
   if constexpr (std::is_same_v<T, ::tally::detail::unit_weight>) {
     return;
@@ -28,14 +31,27 @@ __device__ __forceinline__ void load_run(const T* p, T (&out)[N], bool vectorise
       if (vectorised) {
         constexpr int kVectors = static_cast<int>(N * sizeof(T) / 16);
         uint4 raw[kVectors];
+        const auto* vectors = reinterpret_cast<const uint4*>(p);
+        if constexpr (EvictFirst) {
+          const cuda::annotated_ptr<const uint4, cuda::access_property::streaming> last_use(vectors);
 #pragma unroll
-        for (int v = 0; v < kVectors; ++v) raw[v] = __ldg(reinterpret_cast<const uint4*>(p) + v);
+          for (int v = 0; v < kVectors; ++v) raw[v] = last_use[v];
+        } else {
+#pragma unroll
+          for (int v = 0; v < kVectors; ++v) raw[v] = __ldg(vectors + v);
+        }
         std::memcpy(static_cast<void*>(out), raw, sizeof(out));
         return;
       }
     }
+    if constexpr (EvictFirst) {
+      const cuda::annotated_ptr<const T, cuda::access_property::streaming> last_use(p);
 #pragma unroll
-    for (int j = 0; j < N; ++j) out[j] = p[j];
+      for (int j = 0; j < N; ++j) out[j] = last_use[j];
+    } else {
+#pragma unroll
+      for (int j = 0; j < N; ++j) out[j] = p[j];
+    }
   }
 }
 
@@ -47,10 +63,14 @@ inline constexpr int kRun = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A
 /// items, where in_range tells whether the lane holds an element this call.
 /// Every lane of every warp calls visit the same number of times (lanes
 /// without an element pass in_range = false), so visit may use warp-wide
-/// intrinsics over the full mask. Backward walks the grid's strides from the
-/// end of the arrays (what a forward pass just read is still in L2).
+/// intrinsics over the full mask.
+/// Revisit: a second pass over values that a first forward pass loaded with
+/// the L2 evict-last hint (histogram_partials.cuh, phase 0): walk the grid's
+/// strides backward, so that the values read last, still in L2, come first,
+/// and load everything evict-first, so that neither the keys nor the values
+/// already used displace the ones still to come (and none stay behind).
 /// Pre: blockDim.x is a multiple of 32.
-template <bool Backward = false, class Items, class Visit>
+template <bool Revisit = false, class Items, class Visit>
 __device__ __forceinline__ void for_each_element(const Items& items, Visit&& visit) {
   using A = typename Items::first_type;
   using B = typename Items::second_type;
@@ -75,7 +95,7 @@ __device__ __forceinline__ void for_each_element(const Items& items, Visit&& vis
   const std::int64_t step = warps * 32 * U;
   const std::int64_t steps = runs > start ? (runs - start + step - 1) / step : 0;
   for (std::int64_t t = 0; t < steps; ++t) {
-    const std::int64_t r0 = start + (Backward ? steps - 1 - t : t) * step;
+    const std::int64_t r0 = start + (Revisit ? steps - 1 - t : t) * step;
     A a[U][N];
     B b[U][N];
     bool has[U];
@@ -84,8 +104,8 @@ __device__ __forceinline__ void for_each_element(const Items& items, Visit&& vis
       const std::int64_t r = r0 + u * 32 + lane;
       has[u] = r < runs;
       if (has[u]) {
-        load_run(items.a + head + r * N, a[u], true);
-        if constexpr (!Items::unit) load_run(items.b + head + r * N, b[u], vector_b);
+        load_run<Revisit>(items.a + head + r * N, a[u], true);
+        if constexpr (!Items::unit) load_run<Revisit>(items.b + head + r * N, b[u], vector_b);
       }
     }
 #pragma unroll

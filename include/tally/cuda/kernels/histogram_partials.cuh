@@ -24,11 +24,13 @@
 #pragma once
 
 #include <cooperative_groups.h>
+#include <cuda/annotated_ptr>
 
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
+#include "tally/cuda/device/warp_reduce.cuh"
 #include "tally/cuda/kernels/histogram_combine.cuh"
 #include "tally/cuda/kernels/histogram_elements.cuh"
 #include "tally/cuda/kernels/histogram_fixed_point.cuh"
@@ -51,6 +53,13 @@ struct partials_params {
   fixed_point_words* derive;
   int headroom_bits;    ///< fixed_point_headroom_bits(n of the whole call)
   int scale_bits;       ///< fixed point with a given scale: s (the items hold 2^s)
+  /// Few bins, summing values: every thread has its own bins in shared
+  /// memory (bin k of thread t at private[k · blockDim.x + t], after the
+  /// stride of block totals), updated without atomics; lanes touch
+  /// consecutive words whatever their keys, so there are no bank conflicts
+  /// and no contention, where shared atomics on one double or int64 per bin
+  /// would retry CAS loops (sm_90 has no 64-bit shared atomic add).
+  bool thread_private;
 };
 
 /// True for the items of a deterministic (fixed-point) scatter.
@@ -64,10 +73,13 @@ using row_t = std::conditional_t<Packed, std::uint16_t, stored_t<Items>>;
 
 /// Phase 0: words->largest_bits = max over the grid of the bits of |v| for
 /// finite values (non-negative doubles order like their bits). Forward grid
-/// strides, four loads in flight per thread.
+/// strides, four loads in flight per thread, loaded with the L2 evict-last
+/// hint so that the values read last are still in L2 when phase 1 revisits
+/// them (for_each_element<true>).
 template <class B>
-__device__ __forceinline__ void grid_largest_magnitude(const B* b, std::int64_t n, fixed_point_words* words) {
+__device__ __forceinline__ void grid_largest_magnitude(const B* values, std::int64_t n, fixed_point_words* words) {
   constexpr int U = 4;
+  const cuda::annotated_ptr<const B, cuda::access_property::persisting> b(values);
   unsigned long long largest = 0;
   const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i0 = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i0 < n; i0 += U * threads) {
@@ -120,7 +132,7 @@ __global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, O
       }
       sink.add(valid, key, v);
     };
-    // After phase 0, walk backward: the values it read last are still in L2.
+    // After phase 0: revisit (backward, evict-first), see for_each_element.
     if constexpr (is_fixed_point_v<Items>) {
       if (p.derive) for_each_element<true>(items, visit);
       else for_each_element(items, visit);
@@ -149,11 +161,35 @@ __global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, O
   } else {
     S* local = reinterpret_cast<S*>(shared_raw);
     const S identity = stored_identity<Items>(op);
-    for (std::int64_t k = threadIdx.x; k < p.stride * p.copies; k += blockDim.x) local[k] = identity;
+    const std::int64_t held = p.stride * p.copies + (p.thread_private ? p.bins * blockDim.x : 0);
+    for (std::int64_t k = threadIdx.x; k < held; k += blockDim.x) local[k] = identity;
     __syncthreads();
-    atomic_sink<S, Op, Items::unit, locate_direct<S, true>> sink{{local + (warp % p.copies) * p.stride}, op, p.mode,
-                                                                  narrow};
-    visit_with(sink);
+    if (p.thread_private) {
+      S* mine = local + p.stride + threadIdx.x;
+      struct private_sink {
+        S* mine;
+        unsigned step;
+        Op op;
+        __device__ __forceinline__ void add(bool valid, std::int64_t key, const S& v) {
+          if (valid) mine[key * step] = op(mine[key * step], v);
+        }
+      } sink{mine, blockDim.x, op};
+      visit_with(sink);
+      __syncthreads();
+      // Block totals into local[0, bins): warp w sums bins w, w + warps, ...
+      const int lane = threadIdx.x & 31;
+      for (std::int64_t k = warp; k < p.bins; k += blockDim.x >> 5) {
+        const S* bin = local + p.stride + k * blockDim.x;
+        S total = identity;
+        for (unsigned t = lane; t < blockDim.x; t += 32) total = op(total, bin[t]);
+        total = device::warp_reduce(total, op);
+        if (lane == 0) local[k] = total;
+      }
+    } else {
+      atomic_sink<S, Op, Items::unit, locate_direct<S, true>> sink{{local + (warp % p.copies) * p.stride}, op, p.mode,
+                                                                    narrow};
+      visit_with(sink);
+    }
     __syncthreads();
     if (p.partials == nullptr) {
       // Few bins: no rows; one global atomic per bin per block (no barrier).
