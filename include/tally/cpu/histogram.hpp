@@ -98,12 +98,19 @@ void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bi
   };
   const int threads = std::max<std::int64_t>(1, std::min<std::int64_t>(thread_count(cpu), items.n));
 
-  if (static_cast<std::size_t>(bins) * threads * sizeof(Acc) <= kPrivateBudget) {
-    std::vector<Acc> copies(static_cast<std::size_t>(bins) * threads);
+  // Each thread's copy starts on its own cache line: copies of a few bins
+  // packed side by side would share lines between threads (false sharing).
+  constexpr std::size_t kLine = 64;
+  static_assert(kLine % sizeof(Acc) == 0, "bins tile a cache line");
+  const std::size_t stride = (static_cast<std::size_t>(bins) * sizeof(Acc) + kLine - 1) / kLine * kLine / sizeof(Acc);
+  if (stride * threads * sizeof(Acc) <= kPrivateBudget) {
+    std::vector<Acc> storage(stride * threads + kLine / sizeof(Acc));
+    Acc* copies = storage.data();
+    while (reinterpret_cast<std::uintptr_t>(copies) % kLine != 0) ++copies;  // sizeof(Acc) divides 64
 #pragma omp parallel num_threads(threads)
     {
       const int t = omp_get_thread_num();
-      Acc* mine = copies.data() + static_cast<std::size_t>(t) * bins;
+      Acc* mine = copies + static_cast<std::size_t>(t) * stride;
       std::fill(mine, mine + bins, identity());
 #pragma omp for schedule(static)
       for (std::int64_t i = 0; i < items.n; ++i) {
@@ -115,7 +122,7 @@ void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bi
       // Implicit barrier above; now merge bin ranges in thread order.
 #pragma omp for schedule(static)
       for (std::int64_t k = 0; k < bins; ++k)
-        for (int s = 0; s < threads; ++s) merge(out[k], copies[static_cast<std::size_t>(s) * bins + k]);
+        for (int s = 0; s < threads; ++s) merge(out[k], copies[static_cast<std::size_t>(s) * stride + k]);
     }
     return;
   }
