@@ -10,9 +10,15 @@
 //
 // On the GPU the strategy is chosen from the bin count, the value size and
 // the device (cuda/dispatch/histogram_strategy.hpp): shared-memory bins per
-// block, bins spread over a Hopper cluster's shared memories, warp-aggregated
-// global atomics under contention, plain global atomics otherwise.
-// histogram_options::strategy forces one.
+// block (up to ~57K 32-bit bins, ~114K when counting with 16-bit counters),
+// bins spread over a Hopper cluster's shared memories (forced only),
+// warp-aggregated global atomics under contention, plain global atomics
+// otherwise. histogram_options::strategy forces one, and
+// histogram_options::chosen reports the one taken.
+// Scratch: GPU calls draw it from the workspace (gpu.with(ws), else the
+// stream's): the error words, and for counting beyond 32-bit bins in a block
+// or deterministic calls one row of bins per block, up to 32 MB (kept by the
+// workspace for later calls).
 //
 // Each backend provides detail::execute_scatter(backend, items, bins, out, op,
 // options, function), which performs out[items.key(a[i])] ⊕= items.value(b[i])
