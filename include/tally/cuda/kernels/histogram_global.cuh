@@ -17,7 +17,15 @@ template <class Items, class Out, class Op>
 __global__ void __launch_bounds__(256) global_kernel(Items items, Out* out, Op op, std::int64_t bins,
                                                       aggregation mode, out_of_range_report report) {
   atomic_sink<Out, Op, Items::unit, locate_direct<Out>> sink{{out}, op, mode, bins <= 0xffffffffLL};
-  for_each_element(items, scatter_visitor(items, bins, report, sink));
+  for_each_element(items, [&](bool has, std::int64_t i, std::int64_t key, const auto& b) {
+    const bool valid = has && key >= 0 && key < bins;
+    if (has && !valid) report.record(i);
+    typename Items::value_type v{};
+    if constexpr (!Items::unit) {
+      if (valid) v = items.value(b);
+    }
+    sink.add(valid, key, v);
+  });
 }
 
 }  // namespace tally::kernels::histogram

@@ -123,7 +123,15 @@ __global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, O
   const int warp = threadIdx.x >> 5;
   const bool narrow = p.bins <= 0xffffffffLL;
   const auto visit_with = [&](auto& sink) {
-    const auto visit = scatter_visitor(items, p.bins, p.report, sink);
+    const auto visit = [&](bool has, std::int64_t i, std::int64_t key, const auto& b) {
+      const bool valid = has && key >= 0 && key < p.bins;
+      if (has && !valid) p.report.record(i);
+      typename Items::value_type v{};
+      if constexpr (!Items::unit) {
+        if (valid) v = items.value(b);
+      }
+      sink.add(valid, key, v);
+    };
     // After phase 0: revisit (backward, evict-first), see for_each_element.
     if constexpr (is_fixed_point_v<Items>) {
       if (p.derive) for_each_element<true>(items, visit);
@@ -176,21 +184,27 @@ __global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, O
       visit_with(sink);
     }
     __syncthreads();
-    const auto block_total = [&](std::int64_t k) {  // bin k summed over the block's copies
+    if (p.partials == nullptr) {
+      // Few bins: no rows; one global atomic per bin per block (no barrier).
+      for (std::int64_t k = threadIdx.x; k < p.bins; k += blockDim.x) {
+        S sum = local[k];
+        for (int c = 1; c < p.copies; ++c) {
+          if constexpr (Items::unit) sum += local[c * p.stride + k];
+          else sum = op(sum, local[c * p.stride + k]);
+        }
+        flush_bin<Items>(out + k, sum, op);
+      }
+      return;
+    }
+    S* row = static_cast<S*>(p.partials) + blockIdx.x * p.stride;
+    for (std::int64_t k = threadIdx.x; k < p.stride; k += blockDim.x) {
       S sum = local[k];
       for (int c = 1; c < p.copies; ++c) {
         if constexpr (Items::unit) sum += local[c * p.stride + k];
         else sum = op(sum, local[c * p.stride + k]);
       }
-      return sum;
-    };
-    if (p.partials == nullptr) {
-      // No rows: one global atomic per bin per block (no barrier).
-      for (std::int64_t k = threadIdx.x; k < p.bins; k += blockDim.x) flush_bin<Items>(out + k, block_total(k), op);
-      return;
+      row[k] = sum;
     }
-    S* row = static_cast<S*>(p.partials) + blockIdx.x * p.stride;
-    for (std::int64_t k = threadIdx.x; k < p.stride; k += blockDim.x) row[k] = block_total(k);
   }
   grid.sync();
   if constexpr (is_fixed_point_v<Items>) {

@@ -38,23 +38,6 @@ struct out_of_range_report {
   }
 };
 
-/// The visitor (for_each_element) that sends each element to `sink`: keys
-/// outside [0, bins) are skipped (and recorded when reporting), values are
-/// read only for keys in range. Every lane calls sink.add for every slot.
-template <class Items, class Sink>
-__device__ __forceinline__ auto scatter_visitor(const Items& items, std::int64_t bins,
-                                                const out_of_range_report& report, Sink& sink) {
-  return [&items, bins, &report, &sink](bool has, std::int64_t i, std::int64_t key, const auto& b) {
-    const bool valid = has && key >= 0 && key < bins;
-    if (has && !valid) report.record(i);
-    typename Items::value_type v{};
-    if constexpr (!Items::unit) {
-      if (valid) v = items.value(b);
-    }
-    sink.add(valid, key, v);
-  };
-}
-
 /// Launch parameters of the privatised kernels (uniform across the grid).
 struct privatized_params {
   std::int64_t bins;
@@ -133,7 +116,15 @@ __global__ void __launch_bounds__(1024) privatized_kernel(Items items, Out* out,
     }
   } else {
     atomic_sink<S, Op, Items::unit, locate_peer<S>> sink{{local, slice}, op, p.mode, p.bins <= 0xffffffffLL};
-    for_each_element(items, scatter_visitor(items, p.bins, p.report, sink));
+    for_each_element(items, [&](bool has, std::int64_t i, std::int64_t key, const auto& b) {
+      const bool valid = has && key >= 0 && key < p.bins;
+      if (has && !valid) p.report.record(i);
+      typename Items::value_type v{};
+      if constexpr (!Items::unit) {
+        if (valid) v = items.value(b);
+      }
+      sink.add(valid, key, v);
+    });
   }
 
   if (C > 1) cg::this_cluster().sync();  // every update, local or remote, done
