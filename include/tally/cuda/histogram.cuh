@@ -9,7 +9,7 @@
 // derived scale's maximum):
 //   [partial rows of the shared_memory kernel][int64 sums][staged levels]
 // Callers that draw before the plan exists (histogram_range's levels, the
-// deterministic sums) reserve partials_reserve(bins, 8) for the rows.
+// deterministic sums) reserve rows_reserve(bins, deterministic) for the rows.
 #pragma once
 
 #include <algorithm>
@@ -134,11 +134,11 @@ partials_shape shape_partials(Kernel kernel, const histogram_plan& plan, std::in
   }
   const std::int64_t resident =
       static_cast<std::int64_t>(std::min(per_sm, kMaxPrivatizedBlocksPerSm)) * dev.sm_count;
-  std::int64_t grid = resident;
-  if (rows_bytes > 0) grid = std::min<std::int64_t>(grid, static_cast<std::int64_t>(rows_bytes / plan.row_bytes));
-  grid = std::min(grid, grid_limit(n, shape.threads));
-  // A forced grid too, must be resident all at once (the kernel has grid barriers).
+  std::int64_t grid = std::min(resident, grid_limit(n, shape.threads));
+  // A forced grid too must be resident all at once (the kernel may have a
+  // grid barrier), and have a row for every block.
   if (opts.grid_blocks > 0) grid = std::min<std::int64_t>(opts.grid_blocks, resident);
+  if (rows_bytes > 0) grid = std::min<std::int64_t>(grid, static_cast<std::int64_t>(rows_bytes / plan.row_bytes));
   shape.grid = std::max<std::int64_t>(grid, resident > 0 ? 1 : 0);
   return shape;
 }
@@ -150,9 +150,10 @@ inline std::size_t partials_bytes(const histogram_plan& plan) {
   return std::min(most, std::max(kPartialsCap, plan.row_bytes * current_device_info().sm_count));
 }
 
-/// Launches partials_kernel (packed counters when plan.packed) as a
-/// cooperative grid. derive/headroom: deterministic calls (partials_params).
-/// Returns false when the device cannot hold one block of it.
+/// Launches partials_kernel (packed counters when plan.packed), as a
+/// cooperative grid when it writes rows (writes_rows). derive, headroom_bits
+/// and scale_bits: deterministic calls (partials_params). Returns false when
+/// the device cannot hold one block of it.
 template <class Items, class Out, class Op>
 bool launch_partials(const gpu_backend& gpu, const Items& items, Out* out, const Op& op, const histogram_plan& plan,
                      std::int64_t bins, hk::out_of_range_report report, const histogram_options& opts,
