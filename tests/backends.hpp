@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -104,5 +105,20 @@ class on_backend : public ::testing::Test {
   template <class T>
   buffer<T> make(std::size_t n, std::size_t offset = 0) { return buffer<T>(Side::on_gpu, n, offset); }
 };
+
+/// Expects call() to throw tally::invalid_argument whose message holds every
+/// one of `words` (the function and the argument, at least).
+template <class Call>
+void expect_invalid(const Call& call, std::initializer_list<std::string> words) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected tally::invalid_argument mentioning " << *words.begin();
+  } catch (const tally::invalid_argument& e) {
+    const std::string what = e.what();
+    for (const auto& w : words) EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' missing from: " << what;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "expected tally::invalid_argument, got: " << e.what();
+  }
+}
 
 }  // namespace tally::testing

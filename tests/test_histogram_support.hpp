@@ -16,20 +16,6 @@
 
 namespace tally::testing {
 
-/// Expects call() to throw tally::invalid_argument whose message holds every word.
-template <class Call>
-void expect_invalid(const Call& call, std::initializer_list<std::string> words) {
-  try {
-    call();
-    ADD_FAILURE() << "no exception; expected tally::invalid_argument mentioning " << *words.begin();
-  } catch (const tally::invalid_argument& e) {
-    const std::string what = e.what();
-    for (const auto& w : words) EXPECT_NE(what.find(w), std::string::npos) << "'" << w << "' missing from: " << what;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected tally::invalid_argument, got: " << e.what();
-  }
-}
-
 /// n uniform samples in [lo, hi), a few of them outside the range and NaN.
 inline std::vector<double> samples_with_outliers(random_source& rng, std::size_t n, double lo, double hi) {
   std::vector<double> x(n);
