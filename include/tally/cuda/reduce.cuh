@@ -23,9 +23,6 @@ namespace tally::detail {
 /// Launch choices of the reduce kernel (they never change the result, which
 /// the tree fixes).
 struct reduce_tuning {
-  /// Launch as a programmatic dependent, so the launch overlaps the previous
-  /// kernel's tail in the stream (measured: 0.6 µs a call on the H100).
-  bool programmatic_launch = true;
   /// Blocks launched per block that fits at once, at most. Large inputs run
   /// faster when SMs that drain their blocks sooner can take more of them;
   /// inputs of a few tiles per slot run best with one block per slot. The
@@ -100,7 +97,7 @@ void launch_reduce(const gpu_backend& gpu, const Source& source, const Op& op, O
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
-  config.numAttrs = tuning().programmatic_launch ? 1 : 0;
+  config.numAttrs = opts.programmatic_launch ? 1 : 0;
   TALLY_CUDA(cudaLaunchKernelEx(&config, kernel, source, op, out, fin, scratch));
 }
 
