@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "tally/cuda/check.cuh"
@@ -19,6 +20,14 @@ void* workspace::get(std::size_t bytes, cudaStream_t stream) {
   int device = 0;
   TALLY_CUDA(cudaGetDevice(&device));
   if (memory_ && needed <= capacity_ && device == device_) return memory_;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TALLY_CUDA(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    throw error("tally: the workspace must grow to " + std::to_string(needed) + " bytes (it holds " +
+                std::to_string(device == device_ ? capacity_ : 0) +
+                ") while its stream is being captured into a CUDA graph, which cannot replay the allocation; "
+                "run the call once before capturing, or call workspace::reserve(" + std::to_string(bytes) +
+                ", stream) first");
   if (memory_) TALLY_CUDA(cudaFreeAsync(memory_, stream));
   // Grow by half again so a sweep of sizes does not reallocate every call.
   const std::size_t grown = std::max(needed, capacity_ + capacity_ / 2);

@@ -79,7 +79,10 @@ void dispatch_reduce(const Backend& backend, const Source& source, const Op& op,
 
 }  // namespace detail
 
-/// *out = x[0] ⊕ x[1] ⊕ ... ⊕ x[n-1], combined in the fixed tree.
+/// *out = x[0] ⊕ x[1] ⊕ ... ⊕ x[n-1], combined in the fixed tree. The GPU
+/// backend gives the same bits as the CPU backend for every result except
+/// NaN, whose payload (and sign) may differ: the GPU's arithmetic returns a
+/// canonical NaN, the host's propagates an operand's.
 /// Pre: x holds n elements and out one, both in the backend's memory; out does
 /// not overlap x. For arg_min/arg_max, Out is value_index<T>.
 /// Post: *out holds the result (the operator's identity when n == 0); on the
@@ -176,8 +179,10 @@ void squared_norm(const Backend& backend, const T* x, std::int64_t n, Out* out, 
 }
 
 /// Returns x[0] + ... + x[n-1] as a value, accumulated in Acc (float for
-/// half and bfloat16, the element type otherwise). On the GPU this waits for
-/// the stream; use reduce() to keep the result on the device.
+/// half and bfloat16, the element type otherwise). On the GPU this allocates
+/// a result slot (stream-ordered) and waits for the stream, so it cannot be
+/// captured in a CUDA graph (tally::error if tried); use reduce() to keep the
+/// result on the device.
 template <class Acc = void, class Backend, class T>
 auto sum(const Backend& backend, const T* x, std::int64_t n, const options& opts = {}) {
   using R = std::conditional_t<std::is_void_v<Acc>, default_accumulator_t<T>, Acc>;

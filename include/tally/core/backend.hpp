@@ -1,5 +1,6 @@
 // The two backends. Every algorithm takes one of these as its first argument;
-// the same call on either gives the same result, bit for bit.
+// the same call on either gives the same result, bit for bit (NaN results
+// excepted: their payloads may differ, see reduce()).
 #pragma once
 
 struct CUstream_st;  // cudaStream_t, without pulling in the CUDA runtime here

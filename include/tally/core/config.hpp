@@ -8,3 +8,11 @@
 #define TALLY_HD
 #define TALLY_HD_INLINE inline
 #endif
+
+/// `#pragma unroll` for loops in host-and-device code: the device compiler
+/// unrolls, the host compiler (which warns about the pragma) sees nothing.
+#if defined(__CUDA_ARCH__)
+#define TALLY_UNROLL _Pragma("unroll")
+#else
+#define TALLY_UNROLL
+#endif

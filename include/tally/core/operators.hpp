@@ -226,7 +226,9 @@ struct compensated {
 /// Kahan–Babuška–Neumaier summation as an operator on compensated pairs: the
 /// sums are added with Knuth's TwoSum, whose rounding error is exact, and the
 /// errors accumulate beside them. resolve() gives sum + error, or the plain
-/// sum when that is not finite (inf and NaN pass through unchanged).
+/// sum when that is not finite (inf and NaN pass through unchanged) or when
+/// the error is zero (so a sum of -0.0 values stays -0.0, as in plain
+/// summation: -0.0 + 0.0 would give +0.0).
 struct compensated_plus {
   template <class T>
   TALLY_HD_INLINE compensated<T> operator()(const compensated<T>& a, const compensated<T>& b) const {
@@ -239,7 +241,7 @@ struct compensated_plus {
   TALLY_HD_INLINE V identity() const { return V{0, 0}; }
   template <class T>
   static TALLY_HD_INLINE T resolve(const compensated<T>& c) {
-    return (c.sum - c.sum == T(0)) ? c.sum + c.error : c.sum;
+    return (c.sum - c.sum == T(0) && c.error != T(0)) ? c.sum + c.error : c.sum;
   }
 };
 

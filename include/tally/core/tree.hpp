@@ -80,6 +80,32 @@ TALLY_HD_INLINE maybe<T> combine(const maybe<T>& a, const maybe<T>& b, const Op&
   return a.has ? a : b;
 }
 
+/// The tree's node over K consecutive nodes of one level (K a power of two),
+/// in index order: ((v0 ⊕ v1) ⊕ (v2 ⊕ v3)) ⊕ ... The one definition of this
+/// combine for every fixed-width site (a warp's rows, a block's warps, a
+/// thread's slots), host and device; unrolled, in place (values[0] holds the
+/// result, the other entries are overwritten).
+template <int K, class T, class Op>
+TALLY_HD_INLINE T balanced(T (&values)[K], const Op& op) {
+  static_assert(K > 0 && (K & (K - 1)) == 0, "tree::balanced combines a power of two of values");
+  TALLY_UNROLL
+  for (int stride = 1; stride < K; stride <<= 1)
+    TALLY_UNROLL
+    for (int i = 0; i + stride < K; i += 2 * stride) values[i] = op(values[i], values[i + stride]);
+  return values[0];
+}
+
+/// balanced() over nodes that may be empty (padding leaves).
+template <int K, class T, class Op>
+TALLY_HD_INLINE maybe<T> balanced(maybe<T> (&values)[K], const Op& op) {
+  static_assert(K > 0 && (K & (K - 1)) == 0, "tree::balanced combines a power of two of values");
+  TALLY_UNROLL
+  for (int stride = 1; stride < K; stride <<= 1)
+    TALLY_UNROLL
+    for (int i = 0; i + stride < K; i += 2 * stride) values[i] = combine(values[i], values[i + stride], op);
+  return values[0];
+}
+
 /// Evaluates the tree over `vectors` vectors, vector(j) giving vector j's
 /// left fold. Returns empty when vectors == 0. Sequential, for reference.
 template <class T, class VectorFold, class Op>

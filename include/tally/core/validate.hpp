@@ -27,13 +27,15 @@ void check_array(const char* function, const char* argument, const T* x, std::in
 }
 
 /// out (count elements) must be non-null and must not overlap x[0..n).
+/// `argument` names out in the message.
 template <class Out, class T>
-void check_output(const char* function, const Out* out, std::int64_t count, const T* x, std::int64_t n) {
-  if (out == nullptr) throw_invalid_argument(function, "out", "is null");
+void check_output(const char* function, const Out* out, std::int64_t count, const T* x, std::int64_t n,
+                  const char* argument = "out") {
+  if (out == nullptr) throw_invalid_argument(function, argument, "is null");
   if (n == 0 || x == nullptr) return;
   const auto o0 = reinterpret_cast<std::uintptr_t>(out), o1 = o0 + static_cast<std::uint64_t>(count) * sizeof(Out);
   const auto x0 = reinterpret_cast<std::uintptr_t>(x), x1 = x0 + static_cast<std::uint64_t>(n) * sizeof(T);
-  if (o0 < x1 && x0 < o1) throw_invalid_argument(function, "out", "overlaps the input");
+  if (o0 < x1 && x0 < o1) throw_invalid_argument(function, argument, "overlaps the input");
 }
 
 }  // namespace tally::detail

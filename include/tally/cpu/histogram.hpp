@@ -1,4 +1,5 @@
-// The CPU backend of histograms and scatter-reduce (histogram.hpp).
+// The CPU backend of histograms and scatter-reduce (histogram.hpp, hooks
+// described in core/scatter_calls.hpp).
 //
 // Each OpenMP thread scatters its share of the elements into a private copy
 // of the bins, and the copies are merged bin by bin in thread order. When the
@@ -18,7 +19,7 @@
 
 #include <omp.h>
 
-#include "tally/histogram.hpp"
+#include "tally/core/scatter_calls.hpp"
 
 namespace tally::detail {
 
@@ -62,26 +63,9 @@ std::int64_t first_out_of_range(const cpu_backend& cpu, const Items& items, std:
   return first == std::numeric_limits<std::int64_t>::max() ? -1 : first;
 }
 
-}  // namespace cpu_histogram
-
-template <class Out>
-void fill_zero(const cpu_backend&, Out* out, std::int64_t n) {
-  std::fill(out, out + n, Out(0));
-}
-
-template <class L>
-staged_levels<L> stage_levels(const cpu_backend&, const L* levels, std::int64_t, const histogram_options&) {
-  return {levels, nullptr};
-}
-
+/// out[key] = op(out[key], value) for every element whose key lies in [0, bins).
 template <class Items, class Out, class Op>
-void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
-                     const histogram_options& opts, const char* function, call_scratch) {
-  using namespace cpu_histogram;
-  if (items.report_out_of_range && opts.checks == check_mode::checked) {
-    const std::int64_t bad = first_out_of_range(cpu, items, bins);
-    if (bad >= 0) throw_bad_index(function, bad, static_cast<long long>(items.a[bad]), bins);
-  }
+void scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out* out, const Op& op) {
   // Counting accumulates int64 counts; otherwise the value type itself.
   using Acc = std::conditional_t<Items::unit, std::int64_t, typename Items::value_type>;
   const auto value_of = [&](std::int64_t i) -> Acc {
@@ -135,33 +119,63 @@ void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bi
   }
 }
 
+/// After the elements were applied: the data errors of a checked call go to
+/// opts.errors, or are thrown.
+template <class Items>
+void report(const cpu_backend& cpu, const Items& items, std::int64_t bins, bool bad_value,
+            const histogram_options& opts, const char* function) {
+  if (opts.checks != check_mode::checked) return;
+  const std::int64_t position = items.report_out_of_range ? first_out_of_range(cpu, items, bins) : -1;
+  if (opts.errors) {
+    opts.errors->first_bad_index = position;
+    opts.errors->bad_value = bad_value ? 1 : 0;
+    return;
+  }
+  throw_data_errors(function, opts, position, position >= 0 ? static_cast<long long>(items.a[position]) : 0, bins,
+                    bad_value, items.n);
+}
+
+}  // namespace cpu_histogram
+
+template <class T>
+void check_backend_memory(const cpu_backend&, const char*, const char*, const T*, std::int64_t) {}
+
+template <class Items, class Out, class Op>
+void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
+                     const histogram_options& opts, const char* function, bool clear) {
+  if (clear) std::fill(out, out + bins, Out(0));
+  if (items.n > 0) cpu_histogram::scatter(cpu, items, bins, out, op);
+  cpu_histogram::report(cpu, items, bins, false, opts, function);
+}
+
 template <class A, class B, class Key, class V>
 void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
                        V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
-                       call_scratch) {
+                       bool clear) {
+  if (clear) std::fill(out, out + bins, V(0));
+  const int headroom = fixed_point_headroom_bits(n);
   int bits = opts.fixed_point_bits;
-  const bool checked = opts.checks == check_mode::checked;
   if (bits == kDeriveFixedPointScale) {
+    // The largest finite |value| over all elements; NaN and inf are checked
+    // (as every value) only where their element lands in a bin.
     double largest = 0;
-    bool finite = true;
-#pragma omp parallel for num_threads(cpu_histogram::thread_count(cpu)) reduction(max : largest) \
-    reduction(&& : finite)
+#pragma omp parallel for num_threads(cpu_histogram::thread_count(cpu)) reduction(max : largest)
     for (std::int64_t i = 0; i < n; ++i) {
       const double v = std::fabs(static_cast<double>(b[i]));
-      finite = finite && std::isfinite(v);
-      largest = std::max(largest, std::isfinite(v) ? v : 0.0);
+      if (std::isfinite(v)) largest = std::max(largest, v);
     }
-    if (!finite && checked) throw_fixed_point_range(function, 0, n);
-    bits = largest > 0 ? derived_fixed_point_bits(std::ilogb(largest), n) : 0;
+    bits = derived_fixed_point_bits(largest, headroom);
   }
   unsigned bad = 0;
-  const auto quantize = fixed_point_value::with_bits(bits, fixed_point_headroom_bits(n), &bad);
+  const auto quantize = fixed_point_value::with_bits(bits, headroom, &bad);
   scatter_items<A, B, Key, fixed_point_value> items{report_out_of_range, a, b, n, key, quantize};
-  std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
-  execute_scatter(cpu, items, bins, sums.data(), plus{}, opts, function, nullptr);
-  if (bad && checked) throw_fixed_point_range(function, bits, n);
-  for (std::int64_t k = 0; k < bins; ++k)
-    out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));
+  if (n > 0) {
+    std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
+    cpu_histogram::scatter(cpu, items, bins, sums.data(), plus{});
+    for (std::int64_t k = 0; k < bins; ++k)
+      out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));
+  }
+  cpu_histogram::report(cpu, items, bins, bad != 0, opts, function);
 }
 
 }  // namespace tally::detail

@@ -15,32 +15,25 @@
 #include "tally/cuda/device_info.hpp"
 #include "tally/cuda/dispatch/pointer_checks.hpp"
 #include "tally/cuda/kernels/reduce.cuh"
+#include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
 #include "tally/reduce.hpp"
 
 namespace tally::detail {
 
-/// Launch choices of the reduce kernel (they never change the result, which
-/// the tree fixes).
-struct reduce_tuning {
-  /// Blocks launched per block that fits at once, at most. Large inputs run
-  /// faster when SMs that drain their blocks sooner can take more of them;
-  /// inputs of a few tiles per slot run best with one block per slot. The
-  /// factor used is tiles_per_slot / tiles_per_block_target, clamped to
-  /// [1, max_oversubscription]. Swept on the H100 (f32, µs, factor 1/2/4/8/16):
-  /// 2^24 (6 tiles a slot) 27.7/29.0/30.5/34.4/34.4; 2^26 (25) 93.0/92.7/92.9/
-  /// 93.6/94.0; 2^28 (99) 358.6/355.3/350.6/347.6/346.4; 2^30 (397) 1403/1403/
-  /// 1410/1395/1385.
-  int max_oversubscription = 16;
-  std::int64_t tiles_per_block_target = 12;
-  /// From this many tiles a slot, the full max_oversubscription (the sweep's
-  /// best at 2^28 f32 and 2^26 f64).
-  std::int64_t full_oversubscription_from = 48;
-};
-inline reduce_tuning& tuning() {
-  static reduce_tuning t;
-  return t;
-}
+// How many blocks the reduce kernel launches (never the result, which the
+// tree fixes). Large inputs run faster when SMs that drain their blocks
+// sooner can take more of them; inputs of a few tiles per slot run best with
+// one block per slot. The factor of blocks per resident slot is
+// tiles_per_slot / kTilesPerBlockTarget, clamped to [1, kMaxOversubscription],
+// and the full kMaxOversubscription from kFullOversubscriptionFrom tiles a slot
+// (the sweep's best at 2^28 f32 and 2^26 f64). Swept on the H100 (f32, µs,
+// factor 1/2/4/8/16): 2^24 (6 tiles a slot) 27.7/29.0/30.5/34.4/34.4; 2^26
+// (25) 93.0/92.7/92.9/93.6/94.0; 2^28 (99) 358.6/355.3/350.6/347.6/346.4;
+// 2^30 (397) 1403/1403/1410/1395/1385.
+inline constexpr std::int64_t kMaxOversubscription = 16;
+inline constexpr std::int64_t kTilesPerBlockTarget = 12;
+inline constexpr std::int64_t kFullOversubscriptionFrom = 48;
 
 /// Blocks of the reduce kernel that fit on the device at once.
 template <auto Kernel>
@@ -69,10 +62,9 @@ void launch_reduce(const gpu_backend& gpu, const Source& source, const Op& op, O
     const std::int64_t slots = resident_blocks<kernel>();
     const std::int64_t tiles_per_slot = tiles / slots;
     const std::int64_t factor =
-        tiles_per_slot >= tuning().full_oversubscription_from
-            ? tuning().max_oversubscription
-            : std::clamp<std::int64_t>(tiles_per_slot / tuning().tiles_per_block_target, 1,
-                                       tuning().max_oversubscription);
+        tiles_per_slot >= kFullOversubscriptionFrom
+            ? kMaxOversubscription
+            : std::clamp<std::int64_t>(tiles_per_slot / kTilesPerBlockTarget, 1, kMaxOversubscription);
     capacity = slots * factor;
   }
   const std::int64_t tiles_per_block = (tiles + capacity - 1) / capacity;
@@ -89,16 +81,13 @@ void launch_reduce(const gpu_backend& gpu, const Source& source, const Op& op, O
   scratch.tile_values = reinterpret_cast<Acc*>(values);
   scratch.group_values = scratch.tile_values + tiles;
 
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kernels::kReduceThreads);
-  config.stream = gpu.stream;
+  cudaLaunchConfig_t config = launch_config(dim3(grid), dim3(kernels::kReduceThreads), 0, gpu.stream);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   config.attrs = &attribute;
   config.numAttrs = opts.programmatic_launch ? 1 : 0;
-  TALLY_CUDA(cudaLaunchKernelEx(&config, kernel, source, op, out, fin, scratch));
+  launch("launch of tally::kernels::reduce_kernel", config, kernel, source, op, out, fin, scratch);
 }
 
 template <class Source, class Op, class Out, class Finalize>
@@ -111,8 +100,8 @@ void execute_reduce(const gpu_backend& gpu, const Source& source, const Op& op, 
     check_device_pointer(function, "out", out, 1);
   }
   if (source.n == 0) {
-    kernels::write_empty_result<Acc><<<1, 1, 0, gpu.stream>>>(out, fin);
-    TALLY_CUDA_LAUNCHED("tally::kernels::write_empty_result");
+    launch("launch of tally::kernels::write_empty_result", launch_config(1, 1, 0, gpu.stream),
+           kernels::write_empty_result<Acc, Out, Finalize>, out, fin);
     return;
   }
   bool aligned = device::vector_aligned<typename Source::first_type, Source::V>(source.x);
@@ -122,10 +111,16 @@ void execute_reduce(const gpu_backend& gpu, const Source& source, const Op& op, 
   else launch_reduce<false>(gpu, source, op, out, fin, opts, function);
 }
 
+/// The value-returning forms (sum): run(result) into a small stream-ordered
+/// allocation, then a copy back and a wait. They allocate and synchronise, so
+/// they cannot be captured in a CUDA graph (use reduce() into device memory).
 template <class Out, class Run>
 Out value_of(const gpu_backend& gpu, const Run& run) {
-  // A small stream-ordered allocation, then a copy back and a wait: the
-  // value-returning forms are documented to synchronise.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  TALLY_CUDA(cudaStreamIsCapturing(gpu.stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone)
+    throw error("tally: the value-returning forms (sum) allocate and wait for the stream, which a stream being "
+                "captured into a CUDA graph cannot do; capture reduce() into device memory instead");
   Out* result = nullptr;
   TALLY_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&result), sizeof(Out), gpu.stream));
   try {

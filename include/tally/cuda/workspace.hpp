@@ -4,7 +4,16 @@
 // scratch from a tally::workspace, either one the caller passes
 // (gpu.with(ws)) or the one tally keeps for each (device, stream). A
 // workspace grows with cudaMallocAsync on the stream it is used on, so calls
-// stay stream-ordered and capturable in CUDA graphs once it is large enough.
+// stay stream-ordered.
+//
+// CUDA graphs: a call captured into a graph must find its workspace large
+// enough already. A workspace never grows while its stream is being
+// captured (a graph would record an allocation that the next growth frees,
+// and its replays would use freed memory): get() throws tally::error
+// instead, saying how many bytes the call needs. Run the call once before
+// capturing (that sizes the workspace, the caller's or the stream's), or
+// call reserve() first. Every tally algorithm draws its workspace once per
+// call, so a call that ran once at the same size never needs more.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "tally/core/backend.hpp"
+#include "tally/core/error.hpp"
 
 namespace tally {
 
@@ -28,9 +38,15 @@ class workspace {
 
   /// Returns device memory of at least kZeroedBytes + bytes, usable in stream
   /// order on `stream`: the first kZeroedBytes are zero, the rest is scratch.
-  /// Grows (stream-ordered) when needed. Pre: the workspace is not used on two
-  /// streams at once.
+  /// Grows (stream-ordered) when needed; throws tally::error when it would
+  /// have to grow while `stream` is being captured into a CUDA graph (see
+  /// the top of this file). Pre: the workspace is not used on two streams at once.
   void* get(std::size_t bytes, cudaStream_t stream);
+
+  /// Makes the workspace hold at least kZeroedBytes + bytes now, so that calls
+  /// needing up to `bytes` of scratch can be captured. Pre: `stream` is not
+  /// being captured (else tally::error).
+  void reserve(std::size_t bytes, cudaStream_t stream) { (void)get(bytes, stream); }
 
   /// Bytes held now.
   std::size_t capacity() const { return capacity_; }

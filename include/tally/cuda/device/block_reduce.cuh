@@ -28,12 +28,8 @@ __device__ __forceinline__ tree::maybe<T> block_combine_warps(const tree::maybe<
   __syncthreads();
   tree::maybe<T> result = warp_value;
   if (threadIdx.x == 0) {
-#pragma unroll
-    for (int stride = 1; stride < kWarps; stride <<= 1)
-#pragma unroll
-      for (int w = 0; w + stride < kWarps; w += 2 * stride)
-        storage.warp_results()[w] = tree::combine(storage.warp_results()[w], storage.warp_results()[w + stride], op);
-    result = storage.warp_results()[0];
+    auto& warps = *reinterpret_cast<tree::maybe<T>(*)[kWarps]>(storage.warp_results());
+    result = tree::balanced(warps, op);
   }
   __syncthreads();
   return result;

@@ -47,26 +47,4 @@ __device__ __forceinline__ vector_of<T, V> load_vector(const T* p) {
   return out;
 }
 
-/// How a span of n elements at p splits into an unaligned head, whole 16-byte
-/// vectors and a tail, for kernels that walk arbitrary spans with
-/// load_vector<T, 16/sizeof(T), true> on the body.
-struct vector_split {
-  std::int64_t head;     ///< elements before the first 16-byte boundary
-  std::int64_t vectors;  ///< whole 16-byte vectors after the head
-  std::int64_t tail;     ///< elements left after them
-};
-
-/// Splits [p, p+n) as described by vector_split. Pre: sizeof(T) divides 16
-/// and p is aligned to sizeof(T); otherwise everything is head.
-template <class T>
-__host__ __device__ inline vector_split split_for_vectors(const T* p, std::int64_t n) {
-  constexpr std::int64_t kV = sizeof(T) <= 16 && 16 % sizeof(T) == 0 ? 16 / sizeof(T) : 0;
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  if (kV == 0 || address % sizeof(T) != 0) return {n, 0, 0};
-  std::int64_t head = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(T));
-  if (head > n) head = n;
-  const std::int64_t vectors = (n - head) / kV;
-  return {head, vectors, n - head - vectors * kV};
-}
-
 }  // namespace tally::device

@@ -20,7 +20,6 @@
 //
 //   atomic_add(addr, v)                      drop-in for atomicAdd
 //   aggregated_atomic_update(addr, v, op)    any operator, returns the old value
-//   aggregated_atomic_accumulate(addr, v, op)  same, no return value
 //   block_aggregated_atomic_update(...)      the paper's figure 4: the whole block
 #pragma once
 
@@ -31,6 +30,7 @@
 #include "tally/core/operators.hpp"
 #include "tally/core/types.hpp"
 #include "tally/cuda/device/atomic.cuh"
+#include "tally/cuda/device/shuffle.cuh"
 
 namespace tally::device {
 
@@ -46,19 +46,6 @@ __device__ __forceinline__ unsigned lanes_below() {
   unsigned mask;
   asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
   return mask;
-}
-
-/// __shfl_sync for any trivially copyable T, one 32-bit word at a time.
-template <class T>
-__device__ __forceinline__ T shuffle(unsigned mask, const T& value, int source) {
-  constexpr int words = (sizeof(T) + 3) / 4;
-  unsigned w[words] = {};
-  std::memcpy(w, &value, sizeof(T));
-#pragma unroll
-  for (int i = 0; i < words; ++i) w[i] = __shfl_sync(mask, w[i], source);
-  T out;
-  std::memcpy(&out, w, sizeof(T));
-  return out;
 }
 
 }  // namespace aggregation_detail
@@ -109,7 +96,7 @@ __device__ __forceinline__ T group_inclusive_scan(const warp_group& g, T value, 
   int back = g.previous;
   for (unsigned span = 1; span < largest; span <<= 1) {
     const int source = back < 0 ? g.lane : back;
-    const T earlier = shuffle(g.active, value, source);
+    const T earlier = shuffle(value, source, g.active);
     const int further = __shfl_sync(g.active, back, source);
     if (back >= 0) {
       value = op(earlier, value);
@@ -125,8 +112,8 @@ template <class T, class Op>
 __device__ __forceinline__ T serial_view(const warp_group& g, const T& inclusive, const T& writer_old,
                                          const Op& op) {
   using namespace aggregation_detail;
-  const T old = shuffle(g.active, writer_old, g.writer);
-  const T before = shuffle(g.active, inclusive, g.previous < 0 ? g.lane : g.previous);
+  const T old = shuffle(writer_old, g.writer, g.active);
+  const T before = shuffle(inclusive, g.previous < 0 ? g.lane : g.previous, g.active);
   return g.previous < 0 ? old : op(old, before);
 }
 
@@ -141,15 +128,6 @@ __device__ __forceinline__ T aggregated_atomic_update(T* addr, T value, Op op) {
   T old{};
   if (g.is_writer()) old = atomic_update(addr, inclusive, op);
   return serial_view(g, inclusive, old, op);
-}
-
-/// aggregated_atomic_update without the return value (no broadcast of the
-/// old value, and the writer's atomic becomes a reduction, RED).
-template <class T, class Op>
-__device__ __forceinline__ void aggregated_atomic_accumulate(T* addr, T value, Op op) {
-  const warp_group g = group_by_key(__activemask(), addr);
-  const T total = group_inclusive_scan(g, value, op);
-  if (g.is_writer()) atomic_accumulate(addr, total, op);
 }
 
 /// Drop-in replacement for atomicAdd, warp-aggregated: same arguments, and
@@ -168,16 +146,6 @@ __device__ __forceinline__ T atomic_add(T* addr, T value) {
   T old{};
   if (g.is_writer()) old = atomic_add_per_thread(addr, inclusive);
   return serial_view(g, inclusive, old, plus{});
-}
-
-/// Counts one event per lane into counter[key], warp-aggregated: the group's
-/// lowest lane adds the group's size. For histograms, where every lane's
-/// value is 1 and no scan is needed. Returns nothing.
-/// Pre: all lanes in `active` call together; counter[key] valid for each.
-template <class C, class Key>
-__device__ __forceinline__ void aggregated_count(unsigned active, C* counter, Key key) {
-  const warp_group g = group_by_key(active, key);
-  if (__ffs(g.members) - 1 == g.lane) atomic_add_per_thread(counter + key, static_cast<C>(g.size()));
 }
 
 // ---------------------------------------------------------------------------

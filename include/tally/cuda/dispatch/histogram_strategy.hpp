@@ -11,7 +11,7 @@
 //     atomic per bin per block (cheap: 2.6 M of them for 10^4 bins on 264
 //     blocks cost ~4 µs on H100), or, for packed 16-bit counters and the
 //     deterministic kernel, one row per block summed after a grid barrier
-//     (kernels/histogram_partials.cuh).
+//     (kernels/histogram_shared_memory.cuh).
 // Hence, in order:
 //   1. shared_memory while the bins fit one block's shared memory (up to
 //      kMaxSharedBytes: 57K int32 bins; counting falls back to packed
@@ -41,7 +41,7 @@
 #include <string>
 
 #include "tally/core/error.hpp"
-#include "tally/histogram.hpp"
+#include "tally/core/histogram_options.hpp"
 
 namespace tally::detail {
 
@@ -61,7 +61,7 @@ inline constexpr std::int64_t kAggregateBins = 64;
 // compare-adds per sample cost more than they save there, so the bound is 8.
 inline constexpr std::int64_t kRegisterBins = 8;
 /// Weighted scatters into at most this many bins keep per-thread bins in
-/// shared memory (kernels/histogram_partials.cuh, thread_private), if they
+/// shared memory (kernels/histogram_shared_memory.cuh, thread_private), if they
 /// take at most kThreadPrivateBytes per block.
 // Measured on the H100 (10^7 doubles, int64 index): warp-aggregated shared
 // atomics (CAS loops for double and int64) took 79.3 µs at 1 bin and 72.5 µs
@@ -98,7 +98,7 @@ struct histogram_problem {
 };
 
 /// How to run it. cluster and copies mean what the kernels say
-/// (kernels/histogram_privatized.cuh).
+/// (kernels/histogram_shared_memory.cuh, histogram_cluster_memory.cuh).
 struct histogram_plan {
   histogram_strategy strategy = histogram_strategy::plain_atomics;
   int cluster = 1;
@@ -109,7 +109,7 @@ struct histogram_plan {
   bool packed = false;     ///< shared_memory counting: 16-bit counters, two per word
   bool thread_private = false;  ///< shared_memory weighted, few bins: bins per thread, no atomics
   std::size_t shared_bytes = 0;
-  /// shared_memory without registers (kernels/histogram_partials.cuh): stored
+  /// shared_memory without registers (kernels/histogram_shared_memory.cuh): stored
   /// bins per row (bins rounded up to 16 bytes) and bytes per row.
   std::int64_t stride = 0;
   std::size_t row_bytes = 0;

@@ -1,4 +1,4 @@
-// The second phase of the privatised scatter (histogram_partials.cuh): after
+// The second phase of the shared_memory scatter (histogram_shared_memory.cuh): after
 // a grid-wide barrier, every block's private bins lie in global memory as
 // one row per block; this sums the rows bin by bin and hands each bin's
 // total to `finish`, which writes the output (no atomics: each bin has one

@@ -10,7 +10,7 @@
 
 #include <cuda/annotated_ptr>
 
-#include "tally/histogram.hpp"
+#include "tally/core/scatter.hpp"
 
 namespace tally::kernels::histogram {
 
@@ -65,7 +65,7 @@ inline constexpr int kRun = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A
 /// without an element pass in_range = false), so visit may use warp-wide
 /// intrinsics over the full mask.
 /// Revisit: a second pass over values that a first forward pass loaded with
-/// the L2 evict-last hint (histogram_partials.cuh, phase 0): walk the grid's
+/// the L2 evict-last hint (histogram_shared_memory.cuh, phase 0): walk the grid's
 /// strides backward, so that the values read last, still in L2, come first,
 /// and load everything evict-first, so that neither the keys nor the values
 /// already used displace the ones still to come (and none stay behind).

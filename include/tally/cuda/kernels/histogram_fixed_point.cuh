@@ -1,12 +1,14 @@
-// The two small kernels around a deterministic (fixed-point) scatter-add:
-// the largest |value| (to derive the scale on the device, no host round
-// trip) and the conversion of the exact int64 sums back to floating point.
+// The two small kernels around a deterministic (fixed-point) scatter-add
+// whose bins do not fit one block: the largest finite |value| (to derive the
+// scale on the device, no host round trip) and the conversion of the exact
+// int64 sums back to floating point. (The shared_memory kernel does both
+// itself, histogram_shared_memory.cuh.)
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "tally/histogram.hpp"
+#include "tally/core/fixed_point.hpp"
 
 namespace tally::kernels::histogram {
 
@@ -18,41 +20,28 @@ struct fixed_point_words {
   int bits;                         ///< the scale s, derived on the device
 };
 
-/// The derived scale s for the largest magnitude whose bits are `largest_bits`
-/// (derived_fixed_point_bits, with the headroom computed on the host).
-__device__ __forceinline__ int derive_bits(unsigned long long largest_bits, int headroom_bits) {
-  const double largest = __longlong_as_double(static_cast<long long>(largest_bits));
-  if (!(largest > 0)) return 0;
-  const int s = headroom_bits - 1 - ilogb(largest);
-  return s < ::tally::detail::kMinFixedPointBits ? ::tally::detail::kMinFixedPointBits
-                                                 : (s > ::tally::detail::kMaxFixedPointBits
-                                                        ? ::tally::detail::kMaxFixedPointBits
-                                                        : s);
-}
-
-/// words->largest_bits = max over i of the bits of |double(b[i])|; NaN and
-/// inf raise words->bad. Grid-stride.
+/// words->largest_bits = max over i of the bits of the finite |double(b[i])|
+/// (NaN and inf are checked where their element lands in a bin, by the
+/// quantisation). Grid-stride.
 template <class B>
 __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point_words* words) {
   unsigned long long largest = 0;
-  bool bad = false;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const double v = std::fabs(static_cast<double>(b[i]));
-    if (!isfinite(v)) bad = true;
-    else largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
+    if (isfinite(v)) largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
   }
   // Non-negative doubles order like their bit patterns.
   for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(0xffffffffu, largest, offset));
   if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
-  if (bad) atomicOr(&words->bad, 1u);
 }
 
-/// One thread: words->bits = the derived scale s (derive_bits), words->scale
-/// = 2^s, and clears largest_bits (the zeroed bytes must be left zero).
+/// One thread: words->bits = the derived scale s (derived_fixed_point_bits),
+/// words->scale = 2^s, and clears largest_bits (the zeroed bytes must be left zero).
 template <class Unused = void>  // a template, so the header may be included by many sources
 __global__ void derive_scale_kernel(int headroom_bits, fixed_point_words* words) {
-  words->bits = derive_bits(words->largest_bits, headroom_bits);
+  words->bits = ::tally::detail::derived_fixed_point_bits(
+      __longlong_as_double(static_cast<long long>(words->largest_bits)), headroom_bits);
   words->scale = ldexp(1.0, words->bits);
   words->largest_bits = 0;
 }

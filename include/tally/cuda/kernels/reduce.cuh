@@ -33,7 +33,6 @@ inline constexpr int kRowsPerWarp = tree::kTileVectors / tree::kRowVectors / kRe
 /// which fits the prefetched tile (measured: forcing 6 or 8 blocks spills and
 /// runs slower, docs/NOTES.md).
 inline constexpr int kReduceMinBlocks = 4;
-static_assert(kRowsPerWarp == 4, "the tile combine below is written for 4 rows per warp");
 
 /// Where the kernel keeps tile and group values, and its counters.
 template <class Acc>
@@ -143,18 +142,7 @@ __device__ tree::maybe<Acc> block_tree(const Acc* values, std::int64_t count, co
 #pragma unroll
   for (int k = 0; k < 4; ++k)
     slot[k] = serial_subtree(values, (threadIdx.x * 4 + k) * per_slot, per_slot, count, op);
-  const auto mine = tree::combine(tree::combine(slot[0], slot[1], op), tree::combine(slot[2], slot[3], op), op);
-  return device::block_reduce<kReduceThreads>(mine, op, storage);
-}
-
-/// The balanced tree over K (a power of two) values, unrolled.
-template <int K, class Acc, class Op>
-__device__ __forceinline__ Acc balanced(Acc (&values)[K], const Op& op) {
-#pragma unroll
-  for (int stride = 1; stride < K; stride <<= 1)
-#pragma unroll
-    for (int i = 0; i + stride < K; i += 2 * stride) values[i] = op(values[i], values[i + stride]);
-  return values[0];
+  return device::block_reduce<kReduceThreads>(tree::balanced(slot, op), op, storage);
 }
 
 /// The value of tile t (which may be the input's last, cut short) computed
@@ -170,8 +158,7 @@ __device__ tree::maybe<typename Source::acc_type> block_partial_tile(
   for (int r = 0; r < kRowsPerWarp; ++r)
     row[r] = device::warp_reduce(
         fold_partial(src, t * tree::kTileVectors + (warp * kRowsPerWarp + r) * tree::kRowVectors + lane, op), op);
-  const auto warp_value = tree::combine(tree::combine(row[0], row[1], op), tree::combine(row[2], row[3], op), op);
-  return device::block_combine_warps<kReduceThreads>(warp_value, op, storage);
+  return device::block_combine_warps<kReduceThreads>(tree::balanced(row, op), op, storage);
 }
 
 }  // namespace detail
@@ -185,41 +172,38 @@ __global__ void write_empty_result(Out* out, const Finalize fin) {
 /// Tiles whose warp values a block collects before one barrier combines them.
 inline constexpr int kBatchTiles = 8;
 
-/// See the file comment. Pre: gridDim.x <= number of tiles; blockDim.x ==
-/// kReduceThreads; the counters in `scratch` are zero; Aligned only when every
-/// input pointer passes device::vector_aligned.
-template <bool Aligned, class Source, class Op, class Out, class Finalize>
-__global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
-    reduce_kernel(const Source src, const Op op, Out* out, const Finalize fin,
-                  const reduce_scratch<typename Source::acc_type> scratch) {
-  using Acc = typename Source::acc_type;
-  using raw = detail::raw_vector<Source>;
-  constexpr int V = Source::V;
-  constexpr std::int64_t kTileElements = std::int64_t{tree::kTileVectors} * V;
-
-  __shared__ device::block_reduce_storage<Acc, kReduceThreads> storage;
+/// Shared memory of the reduce kernel.
+template <class Acc>
+struct reduce_shared {
+  device::block_reduce_storage<Acc, kReduceThreads> storage;
   // Each warp's value of each tile of a batch, double-buffered by batch.
-  __shared__ alignas(Acc) unsigned char warp_value_bytes[2 * kBatchTiles * kReduceWarps * sizeof(Acc)];
-  auto warp_values = reinterpret_cast<Acc(*)[kBatchTiles][kReduceWarps]>(warp_value_bytes);
-  __shared__ int decision;
+  // Raw bytes: Acc may have constructors, which __shared__ variables cannot run.
+  alignas(Acc) unsigned char warp_value_bytes[2 * kBatchTiles * kReduceWarps * sizeof(Acc)];
+  int decision;
+  __device__ __forceinline__ Acc (*warp_values())[kBatchTiles][kReduceWarps] {
+    return reinterpret_cast<Acc(*)[kBatchTiles][kReduceWarps]>(warp_value_bytes);
+  }
+};
 
+namespace detail {
+
+/// Phase 1, tiles: the value of each of tiles [first, last) into
+/// scratch.tile_values (or, when the input is one tile, returned in thread 0).
+template <bool Aligned, class Source, class Op>
+__device__ __forceinline__ typename Source::acc_type reduce_tiles(
+    const Source& src, const Op& op, std::int64_t first, std::int64_t last, std::int64_t tiles,
+    const reduce_scratch<typename Source::acc_type>& scratch, reduce_shared<typename Source::acc_type>& shared) {
+  using Acc = typename Source::acc_type;
+  using raw = raw_vector<Source>;
+  constexpr std::int64_t kTileElements = std::int64_t{tree::kTileVectors} * Source::V;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const std::int64_t tiles = tree::tile_count(src.n, V);
   const std::int64_t full_tiles = src.n / kTileElements;
-  const std::int64_t groups = (tiles + tree::kGroupTiles - 1) / tree::kGroupTiles;
-  const std::int64_t first = blockIdx.x * tiles / gridDim.x;
-  const std::int64_t last = (blockIdx.x + 1) * tiles / gridDim.x;
+  auto warp_values = shared.warp_values();
 
   // Vector index of this thread's leaf in row r of tile t.
   auto vector_of_row = [&](std::int64_t t, int r) {
     return t * tree::kTileVectors + (warp * kRowsPerWarp + r) * tree::kRowVectors + lane;
   };
-
-  // Launched as a programmatic dependent: wait for the previous kernel in the
-  // stream (it may have written our input or still read our scratch), then
-  // let the next one start launching while we work.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;");
 
   Acc tile_value{};  // thread 0, when the input is one tile: its value
   std::int64_t t = first;
@@ -230,27 +214,27 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
     // then the batch's tiles are combined by as many threads at once.
     raw current[kRowsPerWarp], next[kRowsPerWarp];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) current[r] = detail::load_raw<Aligned>(src, vector_of_row(t, r));
+    for (int r = 0; r < kRowsPerWarp; ++r) current[r] = load_raw<Aligned>(src, vector_of_row(t, r));
     for (; t < full_end; ++t) {
       if (t + 1 < full_end) {
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) next[r] = detail::load_raw<Aligned>(src, vector_of_row(t + 1, r));
+        for (int r = 0; r < kRowsPerWarp; ++r) next[r] = load_raw<Aligned>(src, vector_of_row(t + 1, r));
       }
       Acc row[kRowsPerWarp];
 #pragma unroll
       for (int r = 0; r < kRowsPerWarp; ++r)
-        row[r] = device::warp_reduce(detail::fold_raw(src, current[r], vector_of_row(t, r), op), op);
+        row[r] = device::warp_reduce(fold_raw(src, current[r], vector_of_row(t, r), op), op);
       const std::int64_t position = t - first;
       const int slot = static_cast<int>(position % kBatchTiles);
       const int buffer = static_cast<int>(position / kBatchTiles) & 1;
-      if (lane == 0) warp_values[buffer][slot][warp] = op(op(row[0], row[1]), op(row[2], row[3]));
+      if (lane == 0) warp_values[buffer][slot][warp] = tree::balanced(row, op);
       if (slot == kBatchTiles - 1 || t + 1 == full_end) {
         __syncthreads();
         if (threadIdx.x <= slot) {
           Acc w[kReduceWarps];
 #pragma unroll
           for (int i = 0; i < kReduceWarps; ++i) w[i] = warp_values[buffer][threadIdx.x][i];
-          const Acc value = detail::balanced(w, op);
+          const Acc value = tree::balanced(w, op);
           if (tiles == 1) tile_value = value;
           else scratch.tile_values[t - slot + threadIdx.x] = value;
         }
@@ -260,37 +244,75 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
     }
   }
   if (t < last) {  // the input's last tile, cut short: the same tree with empty leaves
-    const auto value = detail::block_partial_tile(src, t, op, storage);
+    const auto value = block_partial_tile(src, t, op, shared.storage);
     if (threadIdx.x == 0) {
       if (tiles == 1) tile_value = value.value;
       else scratch.tile_values[t] = value.value;
     }
   }
+  return tile_value;
+}
 
-  if (tiles == 1) {  // one block, one tile: its value is the root
-    if (threadIdx.x == 0) *out = fin(tree::maybe<Acc>{tile_value, true});
+/// Adds `count` finished items to *counter (thread 0) and tells the whole
+/// block whether it was the last of `total`. Pre: the whole block calls it.
+__device__ __forceinline__ bool block_completes(unsigned* counter, unsigned count, unsigned total, int& decision) {
+  if (threadIdx.x == 0) {
+    const unsigned before = atomicAdd(counter, count);
+    decision = before + count == total;
+    __threadfence();  // the count before reading other blocks' values
+  }
+  __syncthreads();
+  const bool completes = decision;
+  __syncthreads();
+  return completes;
+}
+
+/// Phase 3, root: the tree over the group values, written through fin by
+/// the block that completed the last group.
+template <class Acc, class Op, class Out, class Finalize>
+__device__ __forceinline__ void reduce_root(const Op& op, Out* out, const Finalize& fin, std::int64_t groups,
+                                            const reduce_scratch<Acc>& scratch, reduce_shared<Acc>& shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (groups <= 32) {
+    // Few groups: one warp, no barriers (the root is on every call's critical path).
+    if (warp == 0) {
+      tree::maybe<Acc> value{Acc{}, false};
+      if (lane < groups) value = {load_coherent(scratch.group_values + lane), true};
+      const auto root = device::warp_reduce(value, op);
+      if (lane == 0) {
+        *scratch.root_count = 0;
+        *out = fin(root);
+      }
+    }
     return;
   }
+  const auto root = block_tree(scratch.group_values, groups, op, shared.storage);
+  if (threadIdx.x == 0) {
+    *scratch.root_count = 0;
+    *out = fin(root);
+  }
+}
 
-  // Count this block's tiles into their groups; reduce the groups it completes.
+/// Phase 2, groups: counts this block's tiles into their groups; for each
+/// group it completes, the tree over the group's tile values, then (root
+/// phase) the root if that group was the last.
+template <class Acc, class Op, class Out, class Finalize>
+__device__ __forceinline__ void reduce_groups(const Op& op, Out* out, const Finalize& fin, std::int64_t first,
+                                              std::int64_t last, std::int64_t tiles,
+                                              const reduce_scratch<Acc>& scratch, reduce_shared<Acc>& shared) {
+  const std::int64_t groups = (tiles + tree::kGroupTiles - 1) / tree::kGroupTiles;
   __threadfence();  // this thread's tile values before the block counts them
   __syncthreads();
   for (std::int64_t g = first / tree::kGroupTiles; g <= (last - 1) / tree::kGroupTiles; ++g) {
     const std::int64_t group_first = g * tree::kGroupTiles;
     const std::int64_t group_size = tiles - group_first < tree::kGroupTiles ? tiles - group_first : tree::kGroupTiles;
-    if (threadIdx.x == 0) {
-      const std::int64_t lo = first > group_first ? first : group_first;
-      const std::int64_t hi = last < group_first + group_size ? last : group_first + group_size;
-      const unsigned before = atomicAdd(scratch.group_counts + g, static_cast<unsigned>(hi - lo));
-      decision = before + static_cast<unsigned>(hi - lo) == static_cast<unsigned>(group_size);
-      __threadfence();  // the count before reading other blocks' values
-    }
-    __syncthreads();
-    const bool completes_group = decision;
-    __syncthreads();
-    if (!completes_group) continue;
+    const std::int64_t lo = first > group_first ? first : group_first;
+    const std::int64_t hi = last < group_first + group_size ? last : group_first + group_size;
+    if (!block_completes(scratch.group_counts + g, static_cast<unsigned>(hi - lo), static_cast<unsigned>(group_size),
+                         shared.decision))
+      continue;
 
-    const auto group_value = detail::block_tree(scratch.tile_values + group_first, group_size, op, storage);
+    const auto group_value = block_tree(scratch.tile_values + group_first, group_size, op, shared.storage);
     if (threadIdx.x == 0) {
       scratch.group_counts[g] = 0;
       if (groups == 1) {
@@ -299,34 +321,46 @@ __global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
         scratch.group_values[g] = group_value.value;
         __threadfence();
         const unsigned before = atomicAdd(scratch.root_count, 1u);
-        decision = before + 1 == static_cast<unsigned>(groups);
+        shared.decision = before + 1 == static_cast<unsigned>(groups);
         __threadfence();
       }
     }
     if (groups == 1) continue;
     __syncthreads();
-    const bool completes_root = decision;
+    const bool completes_root = shared.decision;
     __syncthreads();
-    if (!completes_root) continue;
-    if (groups <= 32) {
-      // Few groups: one warp, no barriers (the root is on every call's critical path).
-      if (warp == 0) {
-        tree::maybe<Acc> value{Acc{}, false};
-        if (lane < groups) value = {detail::load_coherent(scratch.group_values + lane), true};
-        const auto root = device::warp_reduce(value, op);
-        if (lane == 0) {
-          *scratch.root_count = 0;
-          *out = fin(root);
-        }
-      }
-      continue;
-    }
-    const auto root = detail::block_tree(scratch.group_values, groups, op, storage);
-    if (threadIdx.x == 0) {
-      *scratch.root_count = 0;
-      *out = fin(root);
-    }
+    if (completes_root) reduce_root(op, out, fin, groups, scratch, shared);
   }
+}
+
+}  // namespace detail
+
+/// See the file comment: phase 1 (tiles), phase 2 (groups), phase 3 (root).
+/// Pre: gridDim.x <= number of tiles; blockDim.x == kReduceThreads; the
+/// counters in `scratch` are zero; Aligned only when every input pointer
+/// passes device::vector_aligned.
+template <bool Aligned, class Source, class Op, class Out, class Finalize>
+__global__ void __launch_bounds__(kReduceThreads, kReduceMinBlocks)
+    reduce_kernel(const Source src, const Op op, Out* out, const Finalize fin,
+                  const reduce_scratch<typename Source::acc_type> scratch) {
+  using Acc = typename Source::acc_type;
+  __shared__ reduce_shared<Acc> shared;
+  const std::int64_t tiles = tree::tile_count(src.n, Source::V);
+  const std::int64_t first = blockIdx.x * tiles / gridDim.x;
+  const std::int64_t last = (blockIdx.x + 1) * tiles / gridDim.x;
+
+  // Launched as a programmatic dependent: wait for the previous kernel in the
+  // stream (it may have written our input or still read our scratch), then
+  // let the next one start launching while we work.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;");
+
+  const Acc tile_value = detail::reduce_tiles<Aligned>(src, op, first, last, tiles, scratch, shared);
+  if (tiles == 1) {  // one block, one tile: its value is the root
+    if (threadIdx.x == 0) *out = fin(tree::maybe<Acc>{tile_value, true});
+    return;
+  }
+  detail::reduce_groups(op, out, fin, first, last, tiles, scratch, shared);
 }
 
 }  // namespace tally::kernels

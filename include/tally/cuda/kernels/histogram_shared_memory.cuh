@@ -1,5 +1,5 @@
-// The privatised scatter for strategy shared_memory (bins that fit one
-// block), in up to three phases:
+// The shared_memory strategy (bins that fit one block; counting into at most
+// 8 bins uses histogram_registers.cuh instead), in up to three phases:
 //
 //   0. Deterministic calls with a derived scale only: the largest |value|
 //      over the grid (atomicMax of its bits), then a grid barrier, after
@@ -30,18 +30,20 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "tally/core/fixed_point.hpp"
+#include "tally/core/scatter.hpp"
 #include "tally/cuda/device/warp_reduce.cuh"
 #include "tally/cuda/kernels/histogram_combine.cuh"
+#include "tally/cuda/kernels/histogram_common.cuh"
 #include "tally/cuda/kernels/histogram_elements.cuh"
 #include "tally/cuda/kernels/histogram_fixed_point.cuh"
 #include "tally/cuda/kernels/histogram_packed.cuh"
-#include "tally/cuda/kernels/histogram_privatized.cuh"
 #include "tally/cuda/kernels/histogram_sinks.cuh"
 
 namespace tally::kernels::histogram {
 
-/// Launch parameters of partials_kernel (uniform across the grid).
-struct partials_params {
+/// Launch parameters of shared_memory_kernel (uniform across the grid).
+struct shared_memory_params {
   std::int64_t bins;
   int copies;           ///< private copies per block (1 when packed)
   aggregation mode;     ///< warp aggregation before shared-memory atomics
@@ -62,10 +64,7 @@ struct partials_params {
   bool thread_private;
 };
 
-/// True for the items of a deterministic (fixed-point) scatter.
-template <class Items>
-inline constexpr bool is_fixed_point_v =
-    std::is_same_v<std::remove_cv_t<decltype(Items::value)>, ::tally::detail::fixed_point_value>;
+using ::tally::detail::is_fixed_point_v;
 
 /// Stored bin type of a row: 16-bit when packed, else as the shared copies.
 template <bool Packed, class Items>
@@ -100,7 +99,7 @@ __device__ __forceinline__ void grid_largest_magnitude(const B* values, std::int
 /// copies × stride stored bins (Packed: stride / 2 words); blockDim.x a
 /// multiple of 32. Packed requires counting items.
 template <bool Packed, class Items, class Out, class Op>
-__global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, Op op, partials_params p) {
+__global__ void __launch_bounds__(1024) shared_memory_kernel(Items items, Out* out, Op op, shared_memory_params p) {
   static_assert(!Packed || Items::unit, "packed 16-bit counters count; they do not sum values");
   namespace cg = cooperative_groups;
   using S = stored_t<Items>;
@@ -113,7 +112,8 @@ __global__ void __launch_bounds__(1024) partials_kernel(Items items, Out* out, O
     if (p.derive) {
       grid_largest_magnitude(items.b, items.n, p.derive);
       grid.sync();
-      scale_bits = derive_bits(__ldcg(&p.derive->largest_bits), p.headroom_bits);
+      scale_bits = ::tally::detail::derived_fixed_point_bits(
+          __longlong_as_double(static_cast<long long>(__ldcg(&p.derive->largest_bits))), p.headroom_bits);
       items.value.scale = ldexp(1.0, scale_bits);
       items.value.scale_on_device = nullptr;
     }
