@@ -12,16 +12,13 @@
 namespace tally::testing {
 namespace {
 
-class ReduceGraphGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
-  }
-  random_source rng;
-};
+// GPU only: "ReduceGraph/gpu.*" (backends.hpp).
+template <class Side>
+class ReduceGraph : public reduce_test<Side> {};
+TYPED_TEST_SUITE(ReduceGraph, gpu_only, backend_names);
 
-TEST_F(ReduceGraphGpu, CapturedReduceReplaysToTheDirectResult) {
-  SCOPED_TRACE(rng.trace());
+TYPED_TEST(ReduceGraph, CapturedReduceReplaysToTheDirectResult) {
+  auto& rng = this->rng;
   // One tile, several tiles, and more than one group of tiles (two levels of counters).
   for (std::int64_t n : {std::int64_t{1000}, std::int64_t{300000}, std::int64_t{4096} * 1024 * 2 + 77}) {
     const auto host = random_values<float>(rng, static_cast<std::size_t>(n));

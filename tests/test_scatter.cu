@@ -221,8 +221,12 @@ __global__ void headroom_on_device(const std::int64_t* n, int count, int* out) {
 
 // The derived scale is computed on the device: the headroom must be the same
 // there (std::bit_width/countl_zero fold to constants in nvcc device code).
-TEST(ScatterGpu, FixedPointHeadroomIsTheSameOnTheDevice) {
-  if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+// GPU only: "ScatterDevice/gpu.*" (backends.hpp).
+template <class Side>
+class ScatterDevice : public on_backend<Side> {};
+TYPED_TEST_SUITE(ScatterDevice, gpu_only, backend_names);
+
+TYPED_TEST(ScatterDevice, FixedPointHeadroomIsTheSameOnTheDevice) {
   const std::vector<std::int64_t> ns = {0, 1, 2, 3, 4, 5, 1000, 400009, 10000000, std::int64_t(1) << 40,
                                         (std::int64_t(1) << 40) + 1};
   buffer<std::int64_t> n(true, ns.size());
