@@ -133,21 +133,44 @@ TYPED_TEST(ReduceOps, ArgMinArgMaxReturnFirstExtremum) {
   }
 }
 
-/// bit_and, bit_or, bit_xor against the sequential fold (exact). Inputs are
-/// built around a random mask so and/or do not saturate to all-zeros/ones.
+/// Sparse bits: n values of all ones (clear = true) or all zeros, with one
+/// random bit flipped in a random element as many times as T has bits. Each
+/// bit position is flipped about once, so the AND (OR) keeps about 37 % of
+/// its bits set (clear), and the result hangs on single elements: dropping
+/// or repeating the wrong one shows.
+template <class T>
+std::vector<T> sparse_bits(random_source& rng, std::size_t n, bool clear) {
+  constexpr int kBits = 8 * sizeof(T);
+  std::vector<T> x(n, clear ? static_cast<T>(~T(0)) : T(0));
+  for (int k = 0; k < kBits; ++k) {
+    T& v = x[static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(n) - 1))];
+    v = static_cast<T>(v ^ static_cast<T>(T(1) << rng.integer(0, kBits - 1)));
+  }
+  return x;
+}
+
+/// bit_and, bit_or, bit_xor against the sequential fold (exact), on data
+/// whose and/or are neither all ones nor zero.
 template <class Side, class T>
 void check_bitwise(random_source& rng, std::int64_t n) {
   const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
   SCOPED_TRACE(trace_of("bitwise of " + type_name<T>(), n, offset));
-  const T mask = static_cast<T>(rng.bits());
-  auto mostly_set = random_values<T>(rng, static_cast<std::size_t>(n));
-  auto mostly_clear = mostly_set;
-  for (T& v : mostly_set) v |= mask;
-  for (T& v : mostly_clear) v &= mask;
-  const auto random = random_values<T>(rng, static_cast<std::size_t>(n));
-  T all = static_cast<T>(~T(0)), any = 0, parity = 0;
-  for (T v : mostly_set) all &= v;
-  for (T v : mostly_clear) any |= v;
+  const auto size = static_cast<std::size_t>(n);
+  std::vector<T> mostly_set, mostly_clear;
+  T all = 0, any = 0;
+  // Redraw in the rare case the planted bits saturate (e.g. n = 1 with a repeated bit).
+  do {
+    mostly_set = sparse_bits<T>(rng, size, true);
+    all = static_cast<T>(~T(0));
+    for (T v : mostly_set) all &= v;
+  } while (all == T(0) || all == static_cast<T>(~T(0)));
+  do {
+    mostly_clear = sparse_bits<T>(rng, size, false);
+    any = 0;
+    for (T v : mostly_clear) any |= v;
+  } while (any == T(0) || any == static_cast<T>(~T(0)));
+  const auto random = random_values<T>(rng, size);
+  T parity = 0;
   for (T v : random) parity ^= v;
   EXPECT_EQ((reduce_on<Side, T>(mostly_set, offset, bit_and{})), all);
   EXPECT_EQ((reduce_on<Side, T>(mostly_clear, offset, bit_or{})), any);
