@@ -192,6 +192,16 @@ void check_squared_norm(random_source& rng, std::int64_t n) {
   EXPECT_TRUE(within<Out>(convert<double>(got), exact.value, bound));
 }
 
+TYPED_TEST(ReduceTransform, EmptyInputGivesZero) {
+  using S = TypeParam;
+  buffer<float> out(S::on_gpu, 1);
+  tally::dot(S::backend(), static_cast<const float*>(nullptr), static_cast<const float*>(nullptr), 0, out.data());
+  EXPECT_EQ(out.read()[0], 0.0f) << "dot of empty vectors";
+  out.poison();
+  tally::squared_norm(S::backend(), static_cast<const complex<float>*>(nullptr), 0, out.data());
+  EXPECT_EQ(out.read()[0], 0.0f) << "squared_norm of an empty vector";
+}
+
 TYPED_TEST(ReduceTransform, SquaredNormMatchesTreeAndExactValue) {
   using S = TypeParam;
   for (std::int64_t n : some_sizes(this->rng)) {
