@@ -4,7 +4,10 @@
 // sizes around every boundary of the tree.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -56,6 +59,35 @@ Out reduce_on(const std::vector<T>& host, std::size_t offset = 0, Op op = {}, co
   return run_unary<Side, Out>(host, offset, [&](const T* x, std::int64_t n, Out* out) {
     tally::reduce(Side::backend(), x, n, out, op, opts);
   });
+}
+
+/// The special values of T (through float, which every T holds them as).
+template <class T>
+T infinity() {
+  return convert<T>(std::numeric_limits<float>::infinity());
+}
+template <class T>
+T quiet_nan() {
+  return convert<T>(std::numeric_limits<float>::quiet_NaN());
+}
+/// NaN results are compared as "is NaN", not bit for bit: which NaN payload
+/// an operation returns differs between x86 and CUDA.
+template <class T>
+bool is_nan_value(const T& v) {
+  return std::isnan(convert<double>(v));
+}
+
+/// Reduces an empty input (a valid pointer, then a null one) into a poisoned
+/// output and expects `identity`. Each test file checks the empty input for
+/// the instantiations it already has (a new one costs seconds of build).
+template <class Side, class T, class Out, class Op>
+void expect_empty_gives(Op op, const Out& identity, const options& opts = {}) {
+  SCOPED_TRACE("empty " + type_name<T>() + " into " + type_name<Out>());
+  const std::vector<T> none;
+  EXPECT_PRED_FORMAT2(bitwise_equal, (reduce_on<Side, Out>(none, 1, op, opts)), identity);
+  buffer<Out> out(Side::on_gpu, 1);
+  tally::reduce(Side::backend(), static_cast<const T*>(nullptr), 0, out.data(), op, opts);
+  EXPECT_PRED_FORMAT2(bitwise_equal, out.read()[0], identity);
 }
 
 /// Sizes around every boundary of the tree for vectors of V elements:

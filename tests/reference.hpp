@@ -1,11 +1,15 @@
 // What a reduction must return, computed independently of the backends:
 //
-//  * tree_expected: the fixed tree evaluated by tree::reduce_reference on the
-//    host, with the same sources and operators the API builds. Every backend
-//    must match it bit for bit.
+//  * tree_expected: the fixed tree (the order core/tree.hpp defines) evaluated
+//    here on the host, written anew: no tally code but the operator under test
+//    and convert<>. Every backend must match it bit for bit.
 //  * exact and long double references (exact_sum, long_sum, ...) with error
 //    bounds derived from n and epsilon: these check that the tree computes
 //    the right thing at all, not only the same thing.
+//
+// Compensated sums have no bitwise reference here (it would have to repeat
+// the library's compensated_plus): tests check them against long double or
+// exact sums with a bound a lost tile exceeds.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -26,55 +31,114 @@ namespace tally::testing {
 
 // ---------------------------------------------------------------- the tree
 
-/// The tree's root over src's leaves, evaluated sequentially on the host.
-template <class Source, class Op>
-tree::maybe<typename Source::acc_type> tree_root(const Source& src, const Op& op) {
-  using Acc = typename Source::acc_type;
-  constexpr int V = Source::V;
-  const auto fold = [&](std::int64_t j) {
-    const std::int64_t first = j * V, last = std::min<std::int64_t>(first + V, src.n);
-    Acc acc = src.leaf_at(first);
-    for (std::int64_t i = first + 1; i < last; ++i) acc = op(acc, src.leaf_at(i));
-    return acc;
+/// The tree over leaves leaf(0..n): vectors of V consecutive leaves folded
+/// left to right, then node(h+1, k) = node(h, 2k) ⊕ node(h, 2k+1) over the
+/// vectors padded with empty ones to a power of two. Empty for n = 0.
+/// Subtrees of the top `parallel_levels` levels are evaluated in parallel
+/// (OpenMP) for the huge tests; the result does not depend on it.
+template <class Acc, class Leaf, class Op>
+std::optional<Acc> tree_of(std::int64_t n, int v, const Leaf& leaf, const Op& op, int parallel_levels = 0) {
+  const std::int64_t vectors = (n + v - 1) / v;
+  if (vectors <= 0) return std::nullopt;
+  const auto both = [&](const std::optional<Acc>& a, const std::optional<Acc>& b) -> std::optional<Acc> {
+    if (a && b) return op(*a, *b);
+    return a ? a : b;
   };
-  return tree::reduce_reference<Acc>(tree::vector_count(src.n, V), fold, op);
+  // node over vectors [first, first + size), size a power of two.
+  const auto node = [&](const auto& self, std::int64_t first, std::int64_t size) -> std::optional<Acc> {
+    if (first >= vectors) return std::nullopt;
+    if (size == 1) {
+      const std::int64_t i0 = first * v, end = std::min<std::int64_t>(i0 + v, n);
+      Acc acc = leaf(i0);
+      for (std::int64_t i = i0 + 1; i < end; ++i) acc = op(acc, leaf(i));
+      return acc;
+    }
+    return both(self(self, first, size / 2), self(self, first + size / 2, size / 2));
+  };
+  std::int64_t padded = 1;
+  while (padded < vectors) padded *= 2;
+  const std::int64_t parts = std::min<std::int64_t>(std::int64_t{1} << parallel_levels, padded);
+  std::vector<std::optional<Acc>> part(static_cast<std::size_t>(parts));
+  const std::int64_t size = padded / parts;
+#pragma omp parallel for schedule(dynamic, 1) if (parts > 1)
+  for (std::int64_t p = 0; p < parts; ++p) part[static_cast<std::size_t>(p)] = node(node, p * size, size);
+  for (std::int64_t width = 1; width < parts; width *= 2)
+    for (std::int64_t p = 0; p + width < parts; p += 2 * width)
+      part[static_cast<std::size_t>(p)] = both(part[static_cast<std::size_t>(p)], part[static_cast<std::size_t>(p + width)]);
+  return part[0];
 }
 
-/// The value any backend must store for `src` reduced with `op` into Out,
-/// mirroring detail::dispatch_reduce (compensated summation included).
-template <class Out, class Source, class Op>
-Out tree_expected(const Source& src, const Op& op, const options& opts = {}) {
-  using Acc = typename Source::acc_type;
-  if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<Acc>) {
-    if (opts.sum == summation::compensated) {
-      const compensated_source<Source> wrapped(src);
-      return detail::finalize<compensated<Acc>, Out, compensated_plus>{{}}(tree_root(wrapped, compensated_plus{}));
+/// The accumulator's value stored into Out: the root, or the operator's
+/// identity for an empty input.
+template <class Out, class Acc, class Op>
+Out finish(const std::optional<Acc>& root, const Op& op) {
+  if constexpr (requires { Acc::index; }) return root ? *root : op.template identity<Acc>();
+  else return convert<Out>(root ? *root : op.template identity<Acc>());
+}
+
+/// What reduce(backend, x, n, out, op) must store (plain summation).
+template <class Out, class T, class Op = plus>
+Out reduce_expected(const T* x, std::int64_t n, Op op = {}) {
+  using Acc = accumulator_for_t<Out>;
+  const auto leaf = [&](std::int64_t i) -> Acc {
+    if constexpr (requires { Acc::index; }) return Acc{convert<decltype(Acc::value)>(x[i]), i};
+    else return convert<Acc>(x[i]);
+  };
+  return finish<Out>(tree_of<Acc>(n, tree::vector_width<T>, leaf, op), op);
+}
+
+/// What transform_reduce(backend, x, n, out, t, op) must store.
+template <class Out, class T, class Transform, class Op>
+Out transform_reduce_expected(const T* x, std::int64_t n, Transform t, Op op) {
+  using Acc = accumulator_for_t<Out>;
+  const auto leaf = [&](std::int64_t i) -> Acc { return convert<Acc>(t(x[i])); };
+  return finish<Out>(tree_of<Acc>(n, tree::vector_width<T>, leaf, op), op);
+}
+
+/// What transform_reduce(backend, x, y, n, out, t, op) must store.
+template <class Out, class T, class U, class Transform, class Op>
+Out transform_reduce_expected(const T* x, const U* y, std::int64_t n, Transform t, Op op) {
+  using Acc = accumulator_for_t<Out>;
+  const auto leaf = [&](std::int64_t i) -> Acc { return convert<Acc>(t(x[i], y[i])); };
+  return finish<Out>(tree_of<Acc>(n, tree::vector_width<T, U>, leaf, op), op);
+}
+
+/// The product x·y as dot forms it: rounded once to the product type (float
+/// for half, bfloat16 and float; double for double), written out here.
+template <class T, class U>
+auto rounded_product(const T& a, const U& b) {
+  if constexpr (is_complex_v<T>) {
+    using R = typename T::value_type;
+    volatile R rr = a.real() * b.real(), ii = a.imag() * b.imag(), ri = a.real() * b.imag(), ir = a.imag() * b.real();
+    return T(rr - ii, ri + ir);
+  } else if constexpr (std::is_same_v<T, double> || std::is_same_v<U, double>) {
+    volatile double p = convert<double>(a) * convert<double>(b);
+    return static_cast<double>(p);
+  } else {
+    volatile float p = convert<float>(a) * convert<float>(b);
+    return static_cast<float>(p);
+  }
+}
+
+/// rounded_product as a transform (the reference for dot).
+struct reference_product {
+  template <class T, class U>
+  auto operator()(const T& a, const U& b) const { return rounded_product(a, b); }
+};
+
+/// |x|² as squared_norm forms it (products rounded, complex parts summed).
+struct reference_square {
+  template <class T>
+  auto operator()(const T& a) const {
+    if constexpr (is_complex_v<T>) {
+      using R = typename T::value_type;
+      volatile R re = a.real() * a.real(), im = a.imag() * a.imag();
+      return static_cast<R>(re + im);
+    } else {
+      return rounded_product(a, a);
     }
   }
-  return detail::finalize<Acc, Out, Op>{op}(tree_root(src, op));
-}
-
-/// tree_expected for reduce(backend, x, n, out, op, opts) with host x.
-template <class Out, class T, class Op = plus>
-Out reduce_expected(const T* x, std::int64_t n, Op op = {}, const options& opts = {}) {
-  if constexpr (indexed_operator<Op>) {
-    return tree_expected<Out>(unary_source<T, Out, identity_transform>{x, n, {}}, op, opts);
-  } else {
-    return tree_expected<Out>(unary_source<T, accumulator_for_t<Out>, identity_transform>{x, n, {}}, op, opts);
-  }
-}
-
-/// tree_expected for transform_reduce(backend, x, n, out, t, op, opts).
-template <class Out, class T, class Transform, class Op>
-Out transform_reduce_expected(const T* x, std::int64_t n, Transform t, Op op, const options& opts = {}) {
-  return tree_expected<Out>(unary_source<T, accumulator_for_t<Out>, Transform>{x, n, t}, op, opts);
-}
-
-/// tree_expected for transform_reduce(backend, x, y, n, out, t, op, opts).
-template <class Out, class T, class U, class Transform, class Op>
-Out transform_reduce_expected(const T* x, const U* y, std::int64_t n, Transform t, Op op, const options& opts = {}) {
-  return tree_expected<Out>(binary_source<T, U, accumulator_for_t<Out>, Transform>{x, y, n, t}, op, opts);
-}
+};
 
 // ---------------------------------------------------------------- names
 
@@ -154,13 +218,22 @@ Out exact_sum(const std::vector<T>& x, std::size_t first = 0) {
   return static_cast<Out>(s);
 }
 
-/// Σ f(x[i]) in long double, with Σ |f(x[i])| for the error bound.
+/// Σ f(x[i]) in long double, compensated (Neumaier: the rounding error of
+/// each addition kept in a second long double), so the reference itself errs
+/// by far less than the bounds it checks even over 2^31 terms; with Σ |f(x[i])|
+/// for the error bound.
 struct long_sum {
   long double value = 0, magnitude = 0;
   void add(long double v) {
-    value += v;
+    const long double t = high_ + v;
+    low_ += std::fabs(high_) >= std::fabs(v) ? (high_ - t) + v : (v - t) + high_;
+    high_ = t;
+    value = high_ + low_;
     magnitude += std::fabs(v);
   }
+
+ private:
+  long double high_ = 0, low_ = 0;
 };
 
 /// Bound on |tree sum - exact sum| with accumulator epsilon `eps` over n

@@ -1,6 +1,8 @@
 // Histograms on both backends: exact integer counts against a host
-// reference with the same bin formula, for every bin-count regime (a block's
-// shared memory, a cluster's, global atomics) and every forced strategy.
+// reference written here (numpy's edges and a binary search, nothing shared
+// with tally's bin formula), for every bin-count regime (a block's shared
+// memory, a cluster's, global atomics) and every forced strategy; samples on,
+// just below and just above every edge.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -38,6 +40,39 @@ TYPED_TEST(Histogram, EvenCountsAreExactAtEveryBinCount) {
   check_even<TypeParam, std::int64_t>(rng, 100000, 100);
   check_even<TypeParam, double>(rng, 100000, 100);
   check_even<TypeParam, float>(rng, 100000, 5);
+}
+
+// The documented rule, to the last bit: x is in bin k iff edges[k] <= x <
+// edges[k+1] with numpy's edges; lo is in bin 0, hi and everything outside
+// [lo, hi) or NaN is ignored. (x = 0.48 in [0, 1) with 1000 bins: numpy's
+// edge 480 is 480 · 0.001 rounded, the double 0.48 itself, so bin 480, as
+// numpy.histogram says; the edges' neighbours fall on either side.)
+TYPED_TEST(Histogram, SamplesOnAndAroundEveryEdge) {
+  using S = TypeParam;
+  struct range {
+    std::int64_t bins;
+    double lo, hi;
+  };
+  for (const range r : {range{1000, 0.0, 1.0}, range{7, -2.5, 7.0}, range{3, 0.1, 0.7}, range{49, -1e-3, 3.3e-2},
+                        range{100, -1e6, 1e6}, range{60000, 0.0, 6.0}, range{1, 1.0, 1.0 + 0x1p-40}}) {
+    SCOPED_TRACE("bins=" + std::to_string(r.bins) + " lo=" + std::to_string(r.lo) + " hi=" + std::to_string(r.hi));
+    auto x = samples_at_edges(r.bins, r.lo, r.hi);
+    if (r.bins == 1000) x.push_back(0.48);
+    const auto expected = reference_even<std::int32_t>(x, r.bins, r.lo, r.hi);
+    buffer<double> samples(S::on_gpu, x.size());
+    samples.write(x);
+    for (auto s : kAllStrategies) {
+      if (S::on_gpu ? !strategy_fits(s, r.bins, 4) : s != tally::histogram_strategy::automatic) continue;
+      SCOPED_TRACE(tally::to_string(s));
+      tally::histogram_options opts;
+      opts.strategy = s;
+      buffer<std::int32_t> counts(S::on_gpu, static_cast<std::size_t>(r.bins));
+      tally::histogram_even(S::backend(), samples.data(), static_cast<std::int64_t>(x.size()), r.bins, r.lo, r.hi,
+                            counts.data(), opts);
+      const auto got = counts.read();
+      for (std::size_t k = 0; k < got.size(); ++k) ASSERT_EQ(got[k], expected[k]) << "bin " << k;
+    }
+  }
 }
 
 TYPED_TEST(Histogram, SizesAroundBoundariesAndUnalignedSamples) {
@@ -78,7 +113,7 @@ TYPED_TEST(Histogram, EverySampleInOneBin) {
     tally::histogram_even(S::backend(), samples.data(), static_cast<std::int64_t>(n), bins, 0.0, 1.0,
                           counts.data());
     auto expected = std::vector<std::int64_t>(static_cast<std::size_t>(bins), 0);
-    expected[static_cast<std::size_t>(0.25 * static_cast<double>(bins))] = static_cast<std::int64_t>(n);
+    expected[static_cast<std::size_t>(bin_between(numpy_edges(bins, 0.0, 1.0), 0.25))] = static_cast<std::int64_t>(n);
     EXPECT_EQ(counts.read(), expected) << "bins=" << bins;
   }
 }
@@ -180,10 +215,10 @@ TYPED_TEST(Histogram, WeightedSumsMatchALongDoubleReference) {
     const auto x = samples_with_outliers(rng, n, 0.0, 1.0);
     std::vector<double> w(n);
     for (auto& v : w) v = rng.real(-1.0, 3.0);
-    const auto key = tally::detail::make_even_bins("ref", bins, 0.0, 1.0);
+    const auto edges = numpy_edges(bins, 0.0, 1.0);
     std::vector<long double> exact(static_cast<std::size_t>(bins), 0.0L), magnitude(exact);
     for (std::size_t i = 0; i < n; ++i) {
-      const auto k = key(x[i]);
+      const auto k = bin_between(edges, x[i]);
       if (k < 0) continue;
       exact[static_cast<std::size_t>(k)] += w[i];
       magnitude[static_cast<std::size_t>(k)] += std::fabs(w[i]);
@@ -236,6 +271,33 @@ TYPED_TEST(Histogram, DeterministicWeightedHistogramsMatchTheCpuBitwise) {
     std::vector<double> even_reference(bins);
     tally::histogram_even_weighted(tally::cpu.with_threads(1), x.data(), w.data(), static_cast<std::int64_t>(n),
                                    num_levels - 1, 0.0, 1.0, even_reference.data(), det);
+    // And the reference is right: per bin within the derived scale's
+    // rounding (half of 2^-s per weight, s = 61 - e - ceil(log2 n)) of the
+    // compensated long double sum.
+    {
+      const auto edges = numpy_edges(num_levels - 1, 0.0, 1.0);
+      double largest = 0;
+      for (double v : w) largest = std::max(largest, std::fabs(v));
+      int log2n = 0;
+      while ((std::size_t{1} << log2n) < n) ++log2n;
+      const int scale = 61 - std::ilogb(largest) - log2n;
+      std::vector<long double> exact(bins, 0.0L), low(bins, 0.0L);
+      std::vector<std::int64_t> count(bins, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::int64_t k = bin_between(edges, x[i]);
+        if (k < 0) continue;
+        const auto b = static_cast<std::size_t>(k);
+        const long double v = w[i], t = exact[b] + v;
+        low[b] += std::fabs(exact[b]) >= std::fabs(v) ? (exact[b] - t) + v : (v - t) + exact[b];
+        exact[b] = t;
+        ++count[b];
+      }
+      for (std::size_t k = 0; k < bins; ++k) {
+        const long double sum = exact[k] + low[k], rounding = count[k] * std::ldexp(1.0L, -scale - 1);
+        ASSERT_LE(std::fabs(even_reference[k] - sum), rounding + (std::fabs(sum) + rounding) * 0x1p-53L)
+            << "bin " << k << " of " << bins;
+      }
+    }
     tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), static_cast<std::int64_t>(n),
                                    num_levels - 1, 0.0, 1.0, sums.data(), det);
     const auto got = sums.read();

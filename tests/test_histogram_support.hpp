@@ -1,6 +1,8 @@
 // Helpers shared by the histogram, scatter and device-atomic tests.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -24,16 +26,58 @@ inline std::vector<double> samples_with_outliers(random_source& rng, std::size_t
   return x;
 }
 
-/// The exact counts histogram_even must give (same bin formula, on the host).
+/// numpy.histogram's bin edges for `bins` equal bins over [lo, hi):
+/// np.linspace(lo, hi, bins + 1) in double, which computes k·step + lo with
+/// step = (hi - lo) / bins (two roundings, no fused multiply-add) and sets
+/// the last edge to hi itself. Written here, sharing nothing with tally.
+inline std::vector<double> numpy_edges(std::int64_t bins, double lo, double hi) {
+  std::vector<double> edges(static_cast<std::size_t>(bins) + 1);
+  const double step = (hi - lo) / static_cast<double>(bins);
+  for (std::int64_t k = 0; k <= bins; ++k) {
+    volatile double scaled = static_cast<double>(k) * step;  // rounded on its own, as numpy does
+    edges[static_cast<std::size_t>(k)] = scaled + lo;
+  }
+  edges.back() = hi;
+  return edges;
+}
+
+/// The bin of sample v under `edges`: k with edges[k] <= v < edges[k+1]
+/// (a binary search), or -1 for NaN and v outside [edges[0], edges[last]).
+template <class T>
+std::int64_t bin_between(const std::vector<double>& edges, const T& sample) {
+  const double v = static_cast<double>(sample);
+  if (!(v >= edges.front() && v < edges.back())) return -1;
+  return static_cast<std::int64_t>(std::upper_bound(edges.begin(), edges.end(), v) - edges.begin()) - 1;
+}
+
+/// The exact counts histogram_even must give: the documented rule (sample x
+/// in bin k iff edges[k] <= x < edges[k+1]) with numpy's edges.
 template <class Count, class T>
 std::vector<Count> reference_even(const std::vector<T>& x, std::int64_t bins, double lo, double hi) {
-  const auto key = tally::detail::make_even_bins("reference", bins, lo, hi);
+  const auto edges = numpy_edges(bins, lo, hi);
   std::vector<Count> counts(static_cast<std::size_t>(bins), Count(0));
   for (const T& v : x) {
-    const std::int64_t k = key(v);
+    const std::int64_t k = bin_between(edges, v);
     if (k >= 0) counts[static_cast<std::size_t>(k)] += Count(1);
   }
   return counts;
+}
+
+/// Samples on and around every edge: each edge, the doubles just below and
+/// above it, lo and hi themselves and their neighbours outside the range.
+inline std::vector<double> samples_at_edges(std::int64_t bins, double lo, double hi) {
+  const auto edges = numpy_edges(bins, lo, hi);
+  std::vector<double> x;
+  for (double e : edges) {
+    x.push_back(e);
+    x.push_back(std::nextafter(e, -HUGE_VAL));
+    x.push_back(std::nextafter(e, HUGE_VAL));
+  }
+  x.push_back(std::nextafter(lo, -HUGE_VAL));
+  x.push_back(-HUGE_VAL);
+  x.push_back(HUGE_VAL);
+  x.push_back(std::nan(""));
+  return x;
 }
 
 /// The strategies a forced-strategy test walks (automatic first).

@@ -1,6 +1,6 @@
 // A GPU reduce is stream-ordered with no host synchronisation or allocation
 // inside, so it can be captured in a CUDA graph and replayed; replays must give
-// the bits a direct call gives (the kernel's counters reset themselves).
+// the bits of the fixed tree (the kernel's counters reset themselves).
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -12,16 +12,13 @@
 namespace tally::testing {
 namespace {
 
-class ReduceGraphGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
-  }
-  random_source rng;
-};
+// GPU only: "ReduceGraph/gpu.*" (backends.hpp).
+template <class Side>
+class ReduceGraph : public reduce_test<Side> {};
+TYPED_TEST_SUITE(ReduceGraph, gpu_only, backend_names);
 
-TEST_F(ReduceGraphGpu, CapturedReduceReplaysToTheDirectResult) {
-  SCOPED_TRACE(rng.trace());
+TYPED_TEST(ReduceGraph, CapturedReduceReplaysToTheDirectResult) {
+  auto& rng = this->rng;
   // One tile, several tiles, and more than one group of tiles (two levels of counters).
   for (std::int64_t n : {std::int64_t{1000}, std::int64_t{300000}, std::int64_t{4096} * 1024 * 2 + 77}) {
     const auto host = random_values<float>(rng, static_cast<std::size_t>(n));
@@ -32,8 +29,11 @@ TEST_F(ReduceGraphGpu, CapturedReduceReplaysToTheDirectResult) {
     TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     workspace ws;
     const auto gpu = tally::gpu.on(stream).with(ws);
+    // The reference, not another GPU call: the tree evaluated on the host.
+    const float expected = reduce_expected<float>(host.data(), n);
     tally::reduce(gpu, static_cast<const float*>(x.data()), n, direct.data());  // sizes the workspace
     TALLY_CUDA(cudaStreamSynchronize(stream));
+    EXPECT_PRED_FORMAT2(bitwise_equal, direct.read()[0], expected) << "direct call, n=" << n;
 
     cudaGraph_t graph;
     TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
@@ -45,8 +45,7 @@ TEST_F(ReduceGraphGpu, CapturedReduceReplaysToTheDirectResult) {
       replayed.poison();
       TALLY_CUDA(cudaGraphLaunch(exec, stream));
       TALLY_CUDA(cudaStreamSynchronize(stream));
-      const float want = direct.read()[0], got = replayed.read()[0];
-      EXPECT_EQ(0, std::memcmp(&want, &got, sizeof(float))) << "n=" << n << " replay " << replay;
+      EXPECT_PRED_FORMAT2(bitwise_equal, replayed.read()[0], expected) << "n=" << n << " replay " << replay;
     }
     TALLY_CUDA(cudaGraphExecDestroy(exec));
     TALLY_CUDA(cudaGraphDestroy(graph));

@@ -1,7 +1,11 @@
 // Sums: every element type, accumulators wider than the input, and the
 // value-returning form. Each result must equal the fixed tree bit for bit and
 // lie within the rounding bound of the exact (long double or integer) sum.
+// NaN and ±inf flow through sums, plain and compensated, as operators.hpp
+// documents; the empty input gives zero.
+#include <cmath>
 #include <complex>
+#include <limits>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -107,6 +111,66 @@ TYPED_TEST(ReduceSum, ValueReturningSumEqualsReduce) {
   const auto half_sum = tally::sum(S::backend(), static_cast<const half*>(dh.data()), 4097);
   static_assert(std::is_same_v<decltype(half_sum), const float>);
   EXPECT_PRED_FORMAT2(bitwise_equal, half_sum, reduce_expected<float>(h.data(), 4097));
+}
+
+/// Sums of x with special values planted at random places, for T into Out.
+template <class Side, class T, class Out = default_accumulator_t<T>>
+void check_special_sums(random_source& rng, const options& opts) {
+  const std::int64_t n = rng.integer(1, 200000);
+  const auto offset = static_cast<std::size_t>(rng.integer(0, 3));
+  SCOPED_TRACE(type_name<T>() + " into " + type_name<Out>() + ", n = " + std::to_string(n) + ", offset " +
+               std::to_string(offset) + (opts.sum == summation::compensated ? ", compensated" : ", plain"));
+  const auto place = [&] { return static_cast<std::size_t>(rng.integer(0, n - 1)); };
+  const auto base = random_values<T>(rng, static_cast<std::size_t>(n));
+
+  auto with_inf = base;
+  with_inf[place()] = infinity<T>();
+  const Out inf_sum = reduce_on<Side, Out>(with_inf, offset, plus{}, opts);
+  EXPECT_EQ(convert<double>(inf_sum), std::numeric_limits<double>::infinity()) << "+inf + finite values is +inf";
+
+  auto with_neg_inf = base;
+  with_neg_inf[place()] = convert<T>(-std::numeric_limits<float>::infinity());
+  EXPECT_EQ(convert<double>(reduce_on<Side, Out>(with_neg_inf, offset, plus{}, opts)),
+            -std::numeric_limits<double>::infinity());
+
+  if (n >= 2) {
+    auto both = base;
+    const auto i = static_cast<std::size_t>(rng.integer(0, n - 2));
+    const auto j = static_cast<std::size_t>(rng.integer(static_cast<std::int64_t>(i) + 1, n - 1));
+    both[i] = infinity<T>();
+    both[j] = convert<T>(-std::numeric_limits<float>::infinity());
+    EXPECT_TRUE(is_nan_value(reduce_on<Side, Out>(both, offset, plus{}, opts))) << "+inf + -inf is NaN";
+  }
+
+  auto with_nan = base;
+  with_nan[place()] = quiet_nan<T>();
+  EXPECT_TRUE(is_nan_value(reduce_on<Side, Out>(with_nan, offset, plus{}, opts))) << "NaN propagates through sums";
+}
+
+TYPED_TEST(ReduceSum, InfinitiesAndNaN) {
+  using S = TypeParam;
+  options compensated;
+  compensated.sum = summation::compensated;
+  for (const options& opts : {options{}, compensated}) {
+    check_special_sums<S, float>(this->rng, opts);
+    check_special_sums<S, double>(this->rng, opts);
+    check_special_sums<S, half, float>(this->rng, opts);
+    check_special_sums<S, float, double>(this->rng, opts);
+  }
+  check_special_sums<S, half, half>(this->rng, {});
+  check_special_sums<S, bfloat16, float>(this->rng, {});
+}
+
+TYPED_TEST(ReduceSum, EmptyInputGivesZero) {
+  using S = TypeParam;
+  options compensated;
+  compensated.sum = summation::compensated;
+  expect_empty_gives<S, float, float>(plus{}, 0.0f);
+  expect_empty_gives<S, double, double>(plus{}, 0.0, compensated);
+  expect_empty_gives<S, half, half>(plus{}, convert<half>(0.0f));
+  expect_empty_gives<S, complex<double>, complex<double>>(plus{}, complex<double>(0, 0));
+  expect_empty_gives<S, std::int32_t, std::int32_t>(plus{}, 0);
+  EXPECT_EQ(tally::sum(S::backend(), static_cast<const double*>(nullptr), 0), 0.0) << "value-returning sum";
 }
 
 }  // namespace

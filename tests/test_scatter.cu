@@ -1,9 +1,11 @@
 // scatter_reduce on both backends: exact integer sums, other operators,
 // complex values, the deterministic fixed-point mode (bitwise stable across
 // runs, grids, strategies and backends), and the checked mode's bad indices.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "test_histogram_support.hpp"
@@ -152,6 +154,119 @@ TYPED_TEST(Scatter, DeterministicSumsAreBitwiseStable) {
   }
 }
 
+/// ceil(log2 n), written here (histogram_options: the scale's headroom).
+int ceil_log2(std::int64_t n) {
+  int bits = 0;
+  while ((std::int64_t{1} << bits) < n) ++bits;
+  return bits;
+}
+
+/// The derived scale of histogram_options::deterministic: s = 61 - e -
+/// ceil(log2 n), e the exponent of the largest |value| (2^e <= max < 2^(e+1)).
+int derived_scale(const std::vector<double>& value) {
+  double largest = 0;
+  for (double v : value) largest = std::max(largest, std::fabs(v));
+  return 61 - std::ilogb(largest) - ceil_log2(static_cast<std::int64_t>(value.size()));
+}
+
+/// Runs a deterministic scatter-add of value into `size` zeroed bins with
+/// scale `bits` (kDeriveFixedPointScale: derived, `scale` then the one the
+/// contract derives) and checks every bin against the long double sum: each
+/// value rounds to a multiple of 2^-s (half a unit each), the int64 sum is
+/// exact, and its conversion to double rounds once.
+template <class Side>
+void expect_fixed_point_accuracy(const std::vector<std::int32_t>& index, const std::vector<double>& value,
+                                 std::int64_t size, int bits, int scale) {
+  const std::size_t n = value.size();
+  SCOPED_TRACE("n=" + std::to_string(n) + " bins=" + std::to_string(size) + " scale 2^" + std::to_string(scale) +
+               (bits == kDeriveFixedPointScale ? " (derived)" : " (given)"));
+  // Per bin, a compensated long double sum (sum + error term): the values
+  // span up to 93 bits, more than a long double holds.
+  std::vector<long double> exact(static_cast<std::size_t>(size), 0.0L), low(exact);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(size), 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(index[i]);
+    const long double v = value[i], t = exact[k] + v;
+    low[k] += std::fabs(exact[k]) >= std::fabs(v) ? (exact[k] - t) + v : (v - t) + exact[k];
+    exact[k] = t;
+    ++count[k];
+  }
+  for (std::size_t k = 0; k < exact.size(); ++k) exact[k] += low[k];
+  buffer<std::int32_t> idx(Side::on_gpu, n);
+  buffer<double> val(Side::on_gpu, n), out(Side::on_gpu, static_cast<std::size_t>(size));
+  idx.write(index);
+  val.write(value);
+  out.write(std::vector<double>(static_cast<std::size_t>(size), 0.0));
+  tally::histogram_options opts;
+  opts.deterministic = true;
+  opts.fixed_point_bits = bits;
+  tally::scatter_reduce(Side::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                        tally::plus{}, opts);
+  const auto got = out.read();
+  const long double half_unit = std::ldexp(1.0L, -scale - 1);
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const long double rounding = count[k] * half_unit;
+    const long double bound = rounding + (std::fabs(exact[k]) + rounding) * 0x1p-53L;
+    ASSERT_LE(std::fabs(got[k] - exact[k]), bound)
+        << "bin " << k << ": got " << got[k] << ", exact " << static_cast<double>(exact[k]) << ", " << count[k]
+        << " values";
+  }
+}
+
+// Per-bin accuracy of deterministic sums against long double: random values
+// of magnitudes 2^-20..2^20, derived and given scales.
+TYPED_TEST(Scatter, DeterministicSumsAreAccurateToTheirScale) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 100003;
+  const std::int64_t size = 1000;
+  const auto index = random_indices(rng, n, size, false);
+  std::vector<double> value(n);
+  for (auto& v : value) v = std::ldexp(rng.real(-1.0, 1.0), static_cast<int>(rng.integer(-20, 20)));
+  expect_fixed_point_accuracy<S>(index, value, size, kDeriveFixedPointScale, derived_scale(value));
+  // Given: |v| < 2^20, headroom 62 - 17 = 45 bits: s = 24 is the largest allowed.
+  expect_fixed_point_accuracy<S>(index, value, size, 24, 24);
+  expect_fixed_point_accuracy<S>(index, value, size, 10, 10);
+}
+
+// At the overflow limit: n values of the largest magnitude the contract
+// allows, all in one bin with the same sign, sum to just below 2^62 (or
+// exactly 2^62 in magnitude) without overflowing; one more unit is refused.
+TYPED_TEST(Scatter, DeterministicSumsAtTheOverflowLimit) {
+  using S = TypeParam;
+  for (const std::int64_t n : {std::int64_t{1024}, std::int64_t{1025}, std::int64_t{4096}}) {
+    const int headroom = 62 - ceil_log2(n);  // |v|·2^s must stay below 2^headroom
+    std::vector<std::int32_t> index(static_cast<std::size_t>(n), 1);
+    index[0] = 0;  // bin 0: one value; bin 1: the other n - 1
+    for (const double sign : {1.0, -1.0}) {
+      // Derived scale, the largest value a power of two (q = 2^(headroom - 1))
+      // or the double just below the next one (v·2^s = 2^headroom - 1/2,
+      // accepted, which rounds to q = 2^headroom).
+      for (const double top : {std::ldexp(1.0, 7), std::nextafter(std::ldexp(1.0, 8), 0.0)}) {
+        std::vector<double> value(static_cast<std::size_t>(n), sign * top);
+        expect_fixed_point_accuracy<S>(index, value, 2, kDeriveFixedPointScale, derived_scale(value));
+      }
+      // Given scale s = 30: the largest multiple of 2^-30 whose scaled value
+      // stays below 2^headroom: (2^headroom - 1)·2^-30. Accepted and accurate.
+      const int s = 30;
+      std::vector<double> value(static_cast<std::size_t>(n), sign * std::ldexp(std::ldexp(1.0, headroom) - 1, -s));
+      expect_fixed_point_accuracy<S>(index, value, 2, s, s);
+      // Exactly at the limit, 2^headroom·2^-s: refused, naming the value.
+      value[static_cast<std::size_t>(n / 2)] = sign * std::ldexp(1.0, headroom - s);
+      buffer<std::int32_t> idx(S::on_gpu, index.size());
+      buffer<double> val(S::on_gpu, value.size()), out(S::on_gpu, 2);
+      idx.write(index);
+      val.write(value);
+      tally::histogram_options opts;
+      opts.deterministic = true;
+      opts.fixed_point_bits = s;
+      expect_invalid([&] { tally::scatter_reduce(S::backend(), idx.data(), val.data(), n, out.data(), 2, tally::plus{}, opts); },
+                     {"tally::scatter_reduce", "'value'"});
+    }
+  }
+}
+
 TYPED_TEST(Scatter, DeterministicModeRejectsValuesOutsideItsContract) {
   using S = TypeParam;
   std::vector<std::int32_t> index = {0, 1, 0, 1};
@@ -221,8 +336,12 @@ __global__ void headroom_on_device(const std::int64_t* n, int count, int* out) {
 
 // The derived scale is computed on the device: the headroom must be the same
 // there (std::bit_width/countl_zero fold to constants in nvcc device code).
-TEST(ScatterGpu, FixedPointHeadroomIsTheSameOnTheDevice) {
-  if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+// GPU only: "ScatterDevice/gpu.*" (backends.hpp).
+template <class Side>
+class ScatterDevice : public on_backend<Side> {};
+TYPED_TEST_SUITE(ScatterDevice, gpu_only, backend_names);
+
+TYPED_TEST(ScatterDevice, FixedPointHeadroomIsTheSameOnTheDevice) {
   const std::vector<std::int64_t> ns = {0, 1, 2, 3, 4, 5, 1000, 400009, 10000000, std::int64_t(1) << 40,
                                         (std::int64_t(1) << 40) + 1};
   buffer<std::int64_t> n(true, ns.size());
