@@ -235,7 +235,7 @@ std::vector<std::int64_t> sizes_for(int element_bytes) {
   return sizes;
 }
 
-constexpr int kThreadCounts[] = {1, 2, 3, 7, 16};
+constexpr int kThreadCounts[] = {1, 2, 3, 16};
 
 /// reduce(cpu.with_threads(t), x + offset, n) for every size, thread count
 /// and alignment, against the reference.

@@ -21,10 +21,14 @@
 //      then of 4 (the step);
 //   3. steps are combined by a binary counter (the balanced tree over them).
 //
+// Integer operators are exactly associative and commutative (sums and products
+// wrap), so for them any order gives the tree's bits: their kernel combines
+// the elements straight down the lanes, without transposes.
+//
 // Every lane-wise operation is the scalar operation on one lane's values in
 // the tree's order, so the result equals tree::reduce_reference bit for bit.
 //
-// Host code only. Written with GCC vector extensions (g++, clang and nvcc's
+// Host code only. Written with GCC vector extensions (g++ and nvcc's
 // host pass accept them); the wider kernels are compiled with target
 // attributes and called only where the CPU has the instructions. Helpers take
 // vectors by reference, never by value, so that no call passes a vector
@@ -121,17 +125,6 @@ struct pack<compensated<T>, R> {
   vec<T, R> sum, error;
 };
 
-/// Applies f(out_vector, in_vector...) to each vector of the packs.
-template <class Acc, int R, class F, class... In>
-[[gnu::always_inline]] inline void each_vector(pack<Acc, R>& out, const F& f, const In&... in) {
-  if constexpr (requires { out.error; }) {
-    f(out.sum, in.sum...);
-    f(out.error, in.error...);
-  } else {
-    f(out.v, in.v...);
-  }
-}
-
 /// Lane-wise a ⊕ b, each lane exactly the scalar operator (the simd_op form
 /// for float minimum and maximum). out may alias neither input.
 template <class Op>
@@ -216,7 +209,7 @@ inline constexpr bool op_supported =
     (std::is_integral_v<Acc> && (std::is_same_v<Op, bit_and> || std::is_same_v<Op, bit_or> ||
                                  std::is_same_v<Op, bit_xor>));
 
-/// True when subtree() below evaluates Source's tree under Op.
+/// True when the kernels below evaluate Source's tree under Op.
 template <class Source, class Op>
 inline constexpr bool supported = [] {
   if constexpr (!source_traits<Source>::supported) {
@@ -242,6 +235,17 @@ template <int R, class Source, class Vec>
     out = out * y;
   } else if constexpr (source_traits<Source>::kind == leaf_kind::square) {
     out = out * out;
+  }
+}
+
+/// out = the shuffle K of a and b, on each vector of the packs.
+template <shuffle_kind K, class P>
+[[gnu::always_inline]] inline void shuffle_packs(P& out, const P& a, const P& b) {
+  if constexpr (requires { out.error; }) {
+    shuffle<K>(out.sum, a.sum, b.sum);
+    shuffle<K>(out.error, a.error, b.error);
+  } else {
+    shuffle<K>(out.v, a.v, b.v);
   }
 }
 
@@ -302,21 +306,19 @@ template <int R, class Op, class Source, class P>
   if constexpr (kChunks == 1) {
     out[0] = folds[0];
   } else if constexpr (kChunks == 2) {
-    each_vector(out[0], [](V& o, const V& a, const V& b) { shuffle<shuffle_kind::even>(o, a, b); }, folds[0], folds[1]);
-    each_vector(out[1], [](V& o, const V& a, const V& b) { shuffle<shuffle_kind::odd>(o, a, b); }, folds[0], folds[1]);
+    shuffle_packs<shuffle_kind::even>(out[0], folds[0], folds[1]);
+    shuffle_packs<shuffle_kind::odd>(out[1], folds[0], folds[1]);
   } else {
     static_assert(kChunks == 4);
     P u[4];
-    const auto even = [](V& o, const V& a, const V& b) { shuffle<shuffle_kind::even>(o, a, b); };
-    const auto odd = [](V& o, const V& a, const V& b) { shuffle<shuffle_kind::odd>(o, a, b); };
-    each_vector(u[0], even, folds[0], folds[1]);  // chunks 0 2 of folds 0, 1
-    each_vector(u[1], odd, folds[0], folds[1]);   // chunks 1 3
-    each_vector(u[2], even, folds[2], folds[3]);
-    each_vector(u[3], odd, folds[2], folds[3]);
-    each_vector(out[0], even, u[0], u[2]);
-    each_vector(out[2], odd, u[0], u[2]);
-    each_vector(out[1], even, u[1], u[3]);
-    each_vector(out[3], odd, u[1], u[3]);
+    shuffle_packs<shuffle_kind::even>(u[0], folds[0], folds[1]);  // chunks 0 2 of folds 0, then of folds 1
+    shuffle_packs<shuffle_kind::odd>(u[1], folds[0], folds[1]);   // chunks 1 3
+    shuffle_packs<shuffle_kind::even>(u[2], folds[2], folds[3]);
+    shuffle_packs<shuffle_kind::odd>(u[3], folds[2], folds[3]);
+    shuffle_packs<shuffle_kind::even>(out[0], u[0], u[2]);
+    shuffle_packs<shuffle_kind::odd>(out[2], u[0], u[2]);
+    shuffle_packs<shuffle_kind::even>(out[1], u[1], u[3]);
+    shuffle_packs<shuffle_kind::odd>(out[3], u[1], u[3]);
   }
 }
 
@@ -325,11 +327,49 @@ template <class Acc, int R>
 inline constexpr int kLanes = R / static_cast<int>(sizeof(typename pack<Acc, R>::elem));
 
 /// The value of the aligned subtree of `size` complete vectors from vector
+/// `first` on, for integer operators: wrapping sums and products, minima,
+/// maxima and bit operations of integers are exactly associative and
+/// commutative, so every order of combining gives the tree's bits. The
+/// elements are combined straight down the lanes of four registers.
+/// Pre: as lanes_subtree.
+template <int R, class Source, class Op>
+[[gnu::always_inline]] inline typename Source::acc_type unordered_subtree(const Source& src, std::int64_t first,
+                                                                          std::int64_t size) {
+  using Acc = typename Source::acc_type;
+  using P = pack<Acc, R>;
+  constexpr int kWidth = R / static_cast<int>(sizeof(Acc));
+  const Acc* x = src.x + first * Source::V;
+  const std::int64_t count = size * Source::V;  // a multiple of 4·kWidth
+  P acc[4];
+  for (int u = 0; u < 4; ++u) std::memcpy(&acc[u].v, x + u * kWidth, R);
+  for (std::int64_t i = 4 * kWidth; i < count; i += 4 * kWidth) {
+    for (int u = 0; u < 4; ++u) {
+      P next;
+      std::memcpy(&next.v, x + i + u * kWidth, R);
+      combine<Op>(acc[u], acc[u], next);
+    }
+  }
+  combine<Op>(acc[0], acc[0], acc[1]);
+  combine<Op>(acc[2], acc[2], acc[3]);
+  combine<Op>(acc[0], acc[0], acc[2]);
+  const Op op{};
+  Acc r = acc[0].v[0];
+  for (int s = 1; s < kWidth; ++s) r = op(r, acc[0].v[s]);
+  return r;
+}
+
+/// True where unordered_subtree gives the tree's bits.
+template <class Source, class Op>
+inline constexpr bool kUnordered =
+    std::is_integral_v<typename Source::acc_type> && source_traits<Source>::kind == leaf_kind::identity;
+
+/// The value of the aligned subtree of `size` complete vectors from vector
 /// `first` on. Pre: size is a power of two, size >= kLanes·kStepVectors;
 /// vectors first ... first + size − 1 lie wholly inside src.
 template <int R, class Source, class Op>
 [[gnu::always_inline]] inline typename Source::acc_type lanes_subtree(const Source& src, std::int64_t first,
                                                                       std::int64_t size) {
+  if constexpr (kUnordered<Source, Op>) return unordered_subtree<R, Source, Op>(src, first, size);
   using Acc = typename Source::acc_type;
   using P = pack<Acc, R>;
   constexpr int kLaneCount = kLanes<Acc, R>;
