@@ -1,18 +1,20 @@
 // The CPU backend of reduce, transform_reduce, dot, squared_norm and sum.
 //
 // It evaluates the fixed tree of core/tree.hpp exactly, so its results equal
-// tree::reduce_reference bit for bit:
+// tree::reduce_reference bit for bit. The input's vectors are cut into aligned
+// power-of-two ranges (subtrees), evaluated
 //
-//   1. Tiles (kTileVectors vectors, an aligned subtree) are shared among the
-//      OpenMP threads. Per tile, each vector's leaves are folded left to right
-//      into a local array, which is then halved level by level (pairs in index
-//      order) down to the tile's value.
-//   2. The tile values are halved the same way, in parallel blocks of
-//      kBlockTiles (again aligned subtrees) while there are many of them.
+//   - with SIMD registers (cpu/tree_simd.hpp) for the common sources and
+//     operators: several subtrees side by side in the lanes, each vector's
+//     leaf fold done on transposed registers;
+//   - otherwise by folding each vector's leaves into a local array, which is
+//     then halved level by level (pairs in index order).
 //
-// Empty leaves only ever pad the end of the input, so halving a level of m
-// values gives ceil(m / 2): pairs combined, an odd last value carried up
-// unchanged (x ⊕ empty = x). That is the whole tree; no padding is stored.
+// Large inputs are shared among OpenMP threads as contiguous ranges of tiles.
+// Each thread cuts its range into aligned subtrees; their values are merged in
+// index order (siblings combined as they meet), and what is left is combined
+// from the right, which is how the tree treats its padding (x ⊕ empty = x).
+// The result depends on the element indices only, never on the thread count.
 //
 // Host code only: it compiles with g++ and in nvcc's host pass alike.
 #pragma once
@@ -31,12 +33,9 @@
 #include "tally/core/operators.hpp"
 #include "tally/core/options.hpp"
 #include "tally/core/tree.hpp"
+#include "tally/cpu/tree_simd.hpp"
 
 namespace tally::detail::cpu_reduce {
-
-/// Tile values halved per parallel task when there are many tiles: an aligned
-/// power of two, so every block is a subtree.
-inline constexpr std::int64_t kBlockTiles = 1024;
 
 /// The operator the loops below apply: `Op` itself, except minimum and
 /// maximum on float and double, rewritten as the same choice made by selects
@@ -44,6 +43,7 @@ inline constexpr std::int64_t kBlockTiles = 1024;
 /// stop it). Same result bit for bit: NaN a, else NaN b, else the extremum.
 template <class Op>
 struct simd_op {
+  using wrapped = Op;
   const Op& op;
   template <class T>
   T operator()(const T& a, const T& b) const {
@@ -57,10 +57,6 @@ struct simd_op {
     }
   }
 };
-
-/// Leaves per tile.
-template <class Source>
-inline constexpr std::int64_t kTileLeaves = std::int64_t{tree::kTileVectors} * Source::V;
 
 /// Threads an OpenMP region should use for `backend`.
 inline int thread_count(const cpu_backend& backend) {
@@ -96,9 +92,10 @@ inline Acc reduce_levels(Acc* a, Acc* b, std::int64_t m, const Op& op) {
   return a[0];
 }
 
-/// Scratch for one tile: the vector folds and the half-size level beside
-/// them. On the stack while small; on the heap for large accumulators (user
-/// operators on big structs), to stay well inside thread stacks.
+/// Scratch for the generic path: the vector folds of one tile and the
+/// half-size level beside them. On the stack while small; on the heap for
+/// large accumulators (user operators on big structs), to stay well inside
+/// thread stacks.
 template <class Acc>
 class tile_scratch {
   static constexpr std::int64_t kCount = tree::kTileVectors + tree::kTileVectors / 2;
@@ -130,77 +127,154 @@ inline typename Source::acc_type fold_vector(const Source& src, const Op& op, st
   return acc;
 }
 
-/// The value of tile t: node(log2 kTileVectors, t) of the tree.
-/// Pre: tile t holds at least one leaf (t < tile_count(src.n, V)).
+/// Evaluates aligned subtrees of one source's tree. One per thread (it holds
+/// the generic path's scratch).
 template <class Source, class Op>
-typename Source::acc_type reduce_tile(const Source& src, const Op& op, std::int64_t t,
-                                      tile_scratch<typename Source::acc_type>& scratch) {
+class subtree_evaluator {
   using Acc = typename Source::acc_type;
-  constexpr int V = Source::V;
-  const std::int64_t first = t * kTileLeaves<Source>;
-  const std::int64_t leaves = std::min(kTileLeaves<Source>, src.n - first);
-  const std::int64_t full_vectors = leaves / V;  // all but a short last vector
-  Acc* folds = scratch.folds();
-  // Each vector's fold is independent of the others: one SIMD lane per vector,
-  // its V leaves folded in order within the lane (no reassociation).
-#pragma omp simd
-  for (std::int64_t j = 0; j < full_vectors; ++j) {
-    const std::int64_t base = first + j * V;
-    Acc acc = src.leaf_at(base);
-    for (int k = 1; k < V; ++k) acc = op(acc, src.leaf_at(base + k));
-    folds[j] = acc;
+  static constexpr bool kSimd = cpu_simd::supported<Source, typename Op::wrapped>;
+
+ public:
+  /// Pre: src.n > 0.
+  subtree_evaluator(const Source& src, const Op& op)
+      : src_(src), op_(op), full_(src.n / Source::V), vectors_(tree::vector_count(src.n, Source::V)) {
+    if constexpr (kSimd) {
+      simd_ = cpu_simd::evaluator<Source, typename Op::wrapped>::for_this_cpu();
+      // At most 4 KB of each lane's stream per SIMD subtree, so that its
+      // streams stay close together in memory; larger subtrees are halved.
+      simd_max_ = simd_.min_vectors / cpu_simd::kStepVectors * 256;
+    }
   }
-  std::int64_t vectors = full_vectors;
-  if (leaves % V != 0) folds[vectors++] = fold_vector(src, op, first + full_vectors * V, first + leaves);
-  return reduce_levels(folds, scratch.level(), vectors, op);
+
+  std::int64_t vectors() const { return vectors_; }
+
+  /// The value of the aligned subtree of `size` vectors from `first` on
+  /// (node(log2 size, first / size) of the tree); empty when it starts past
+  /// the last vector. Pre: size is a power of two, first a multiple of it.
+  tree::maybe<Acc> node(std::int64_t first, std::int64_t size) {
+    if (first >= vectors_) return {Acc{}, false};
+    if (first + size <= full_) return {complete(first, size), true};
+    if (size == 1) return {fold_vector(src_, op_, first * Source::V, src_.n), true};  // the short last vector
+    const std::int64_t half = size / 2;
+    return tree::combine(node(first, half), node(first + half, half), op_);
+  }
+
+ private:
+  /// A subtree of complete vectors only.
+  Acc complete(std::int64_t first, std::int64_t size) {
+    if constexpr (kSimd) {
+      if (size >= simd_.min_vectors && size <= simd_max_) return simd_.run(src_, first, size);
+      if (size > simd_max_) return op_(complete(first, size / 2), complete(first + size / 2, size / 2));
+    }
+    if (size > tree::kTileVectors) return op_(complete(first, size / 2), complete(first + size / 2, size / 2));
+    return generic(first, size);
+  }
+
+  /// Each vector folded into scratch (one SIMD lane per vector where the
+  /// compiler can, its leaves folded in order within the lane), then halved.
+  /// Pre: size <= kTileVectors, all vectors complete.
+  Acc generic(std::int64_t first, std::int64_t size) {
+    constexpr int V = Source::V;
+    Acc* folds = scratch_.folds();
+    const std::int64_t base = first * V;
+#pragma omp simd
+    for (std::int64_t j = 0; j < size; ++j) {
+      Acc acc = src_.leaf_at(base + j * V);
+      for (int k = 1; k < V; ++k) acc = op_(acc, src_.leaf_at(base + j * V + k));
+      folds[j] = acc;
+    }
+    return reduce_levels(folds, scratch_.level(), size, op_);
+  }
+
+  const Source& src_;
+  const Op& op_;
+  std::int64_t full_;     // complete vectors
+  std::int64_t vectors_;  // all vectors: full_, or full_ + 1 with a short last one
+  tile_scratch<Acc> scratch_;
+  cpu_simd::evaluator<Source, typename Op::wrapped> simd_{};
+  std::int64_t simd_max_ = 0;
+};
+
+/// An aligned subtree's value, for merging.
+template <class Acc>
+struct subtree_value {
+  std::int64_t first, size;
+  Acc value;
+};
+
+/// The root from aligned subtrees that cover the vectors in order: siblings
+/// are combined as they meet; what is left is the tree's spine over a count
+/// that is not a power of two, combined from the right (the padding's empty
+/// leaves pass values up unchanged). Uses `parts` as its stack.
+/// Pre: count >= 1; parts[0..count) cover consecutive ranges from vector 0 on.
+template <class Acc, class Op>
+Acc merge_subtrees(subtree_value<Acc>* parts, std::int64_t count, const Op& op) {
+  std::int64_t top = 0;  // the stack is parts[0..top)
+  for (std::int64_t i = 0; i < count; ++i) {
+    parts[top++] = parts[i];
+    while (top >= 2) {
+      auto& left = parts[top - 2];
+      const auto& right = parts[top - 1];
+      if (left.size != right.size || left.first % (2 * left.size) != 0) break;
+      left.value = op(left.value, right.value);
+      left.size *= 2;
+      --top;
+    }
+  }
+  Acc root = parts[top - 1].value;
+  for (std::int64_t i = top - 1; i-- > 0;) root = op(parts[i].value, root);
+  return root;
 }
 
-/// The root over the tile values in `tiles` (overwritten), in parallel
-/// blocks of kBlockTiles while there are several blocks.
-template <class Acc, class Op>
-Acc reduce_tile_values(std::vector<Acc>& tiles, const Op& op, [[maybe_unused]] int threads) {
-  std::int64_t m = static_cast<std::int64_t>(tiles.size());
-  std::vector<Acc> other((m + 1) / 2);
-  while (m > 2 * kBlockTiles) {
-    const std::int64_t blocks = (m + kBlockTiles - 1) / kBlockTiles;
-    // Each block halves within its own slices of `tiles` and `other`, so the
-    // blocks are independent; their roots go to a fresh array.
-    std::vector<Acc> roots(blocks);
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t b = 0; b < blocks; ++b) {
-      const std::int64_t begin = b * kBlockTiles;
-      const std::int64_t count = std::min(kBlockTiles, m - begin);
-      roots[b] = reduce_levels(tiles.data() + begin, other.data() + begin / 2, count, op);
-    }
-    tiles.swap(roots);
-    m = blocks;
-  }
-  return reduce_levels(tiles.data(), other.data(), m, op);
-}
+/// Inputs of at least this many bytes (16-byte vectors) are shared among
+/// threads: below, waking the team costs more than it saves.
+inline constexpr std::int64_t kParallelBytes = std::int64_t{1} << 17;
 
 /// The tree's root over all of src's leaves; empty when src.n == 0.
 template <class Source, class Op>
 tree::maybe<typename Source::acc_type> reduce_root(const cpu_backend& backend, const Source& src, const Op& op) {
   using Acc = typename Source::acc_type;
   if (src.n <= 0) return {Acc{}, false};
-  const std::int64_t tiles = tree::tile_count(src.n, Source::V);
-  if (tiles == 1) {  // small inputs: no thread start-up, no allocation
-    tile_scratch<Acc> scratch;
-    return {reduce_tile(src, op, 0, scratch), true};
+  const std::int64_t vectors = tree::vector_count(src.n, Source::V);
+  const std::int64_t tiles = (vectors + tree::kTileVectors - 1) / tree::kTileVectors;
+  const int threads = vectors * tree::kVectorBytes < kParallelBytes
+                          ? 1
+                          : static_cast<int>(std::min<std::int64_t>(tiles, thread_count(backend)));
+  if (threads <= 1) {
+    subtree_evaluator<Source, Op> eval(src, op);
+    return eval.node(0, static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(vectors))));
   }
-  // A thread is worth starting only for a few tiles of work (each tile is
-  // 16 KB of input); below that, waking the team costs more than it saves.
-  constexpr std::int64_t kTilesPerThread = 8;
-  const int threads =
-      static_cast<int>(std::clamp<std::int64_t>(tiles / kTilesPerThread, 1, thread_count(backend)));
-  std::vector<Acc> values(tiles);
+  // Thread t takes tiles [tiles·t/T, tiles·(t+1)/T) and cuts them into the
+  // largest aligned subtrees that fit, left to right: fewer than two per bit
+  // of the vector count.
+  const std::int64_t slots = 2 * tree::bit_width(static_cast<std::uint64_t>(vectors)) + 2;
+  std::unique_ptr<subtree_value<Acc>[]> parts(new subtree_value<Acc>[threads * slots]);
+  std::unique_ptr<std::int64_t[]> counts(new std::int64_t[threads]());
 #pragma omp parallel num_threads(threads)
   {
-    tile_scratch<Acc> scratch;  // one per thread, reused for each of its tiles
-#pragma omp for schedule(static)
-    for (std::int64_t t = 0; t < tiles; ++t) values[t] = reduce_tile(src, op, t, scratch);
+#if defined(_OPENMP)
+    const int t = omp_get_thread_num(), team = omp_get_num_threads();
+#else
+    const int t = 0, team = 1;
+#endif
+    subtree_evaluator<Source, Op> eval(src, op);
+    std::int64_t first = tiles * t / team * tree::kTileVectors;
+    const std::int64_t end = std::min(vectors, tiles * (t + 1) / team * tree::kTileVectors);
+    subtree_value<Acc>* mine = parts.get() + t * slots;
+    std::int64_t count = 0;
+    while (first < end) {
+      // The largest power of two that divides `first` (any, for 0) and fits.
+      std::int64_t size = static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(end - first) + 1) / 2);
+      while (first % size != 0) size /= 2;
+      mine[count++] = {first, size, eval.node(first, size).value};
+      first += size;
+    }
+    counts[t] = count;
   }
-  return {reduce_tile_values(values, op, threads), true};
+  std::int64_t total = 0;  // gather the threads' parts in order
+  for (int t = 0; t < threads; ++t)
+    for (std::int64_t i = 0; i < counts[t]; ++i) parts[total++] = parts[t * slots + i];
+  return {merge_subtrees(parts.get(), total, op), true};
 }
 
 }  // namespace tally::detail::cpu_reduce
