@@ -50,6 +50,7 @@ json to_json(const report& r) {
   j["mismatches"] = r.mismatches;
   j["failures"] = r.failures;
   j["peer_errors"] = r.peer_errors;
+  j["rows_to_check"] = r.rows_to_check();
   j["rows_checked"] = r.rows_checked();
   j["notes"] = r.notes;
   json rows = json::array();

@@ -22,6 +22,18 @@ void report_mismatch(report& out, const row& r, const char* when, const check& c
   out.notes.push_back(msg);
 }
 
+/// Counts and reports a row that threw, then lets the harness recover.
+void note_failure(harness& h, row& r, const std::string& what) {
+  report& out = *h.out;
+  ++out.failures;
+  const std::string msg = "FAILED " + row_label(r) + ": " + what;
+  std::cerr << "\n*** " << msg << " ***\n";
+  std::cout << "*** " << msg << " ***\n";
+  out.notes.push_back(msg);
+  r.note = r.note.empty() ? "error: " + what : r.note + "; error: " + what;
+  if (h.recover) h.recover();
+}
+
 }  // namespace
 
 std::string describe_params(const json& params) {
@@ -77,19 +89,23 @@ row& measure(harness& h, const peer& p, row proto) {
   } catch (const device_lost&) {
     throw;
   } catch (const std::exception& e) {
-    ++out.failures;
     row& r = current();
-    const std::string msg = "FAILED " + row_label(r) + ": " + e.what();
-    std::cerr << "\n*** " << msg << " ***\n";
-    std::cout << "*** " << msg << " ***\n";
-    out.notes.push_back(msg);
-    r.note = r.note.empty() ? std::string("error: ") + e.what() : r.note + "; error: " + e.what();
     if (r.before.status == check_status::not_run) r.before.detail = "error before the check";
     if (r.after.status == check_status::not_run) r.after.detail = "error";
     r.time = timing{};
-    if (h.recover) h.recover();
+    note_failure(h, r, e.what());
   }
   return out.rows[at];
+}
+
+row& add_failure(harness& h, row proto, const std::string& impl, const std::string& what) {
+  proto.impl = impl;
+  proto.before = check{check_status::not_run, "error before the check"};
+  proto.after = check{check_status::not_run, "error"};
+  h.out->rows.push_back(std::move(proto));
+  const std::size_t at = h.out->rows.size() - 1;
+  note_failure(h, h.out->rows[at], what);
+  return h.out->rows[at];
 }
 
 row& add_not_run(report& out, row proto, const std::string& impl, const std::string& reason) {

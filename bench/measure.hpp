@@ -48,6 +48,10 @@ harness host_harness(report& out, const trial_settings& settings);
 /// Returns the row added (valid until the next row is added).
 row& measure(harness& h, const peer& p, row proto);
 
+/// Appends a row for an implementation that could not even be set up (its
+/// factory threw): counts one failure, notes it, then runs h.recover().
+row& add_failure(harness& h, row proto, const std::string& impl, const std::string& what);
+
 /// Appends a row that was deliberately not run (a strategy that cannot hold
 /// the bins, a size above a limit): impl, the reason in its note, both checks
 /// not_run. Counts nothing as failed.

@@ -12,12 +12,14 @@ namespace tally::bench {
 
 /// The table: the report's header lines, then one line per row in order
 /// (impl, each param, median µs, each metric, checks before/after, note),
-/// then the notes and a line "verification: R of N rows checked before and
-/// after timing, M mismatches, F failures".
+/// then the notes and a line "verification (check mode): R of N rows with a
+/// result passed their checks before and after timing (...), M mismatches,
+/// F failures".
 void print_table(const report& r, std::ostream& out);
 
 /// The report as JSON: command, backend, date, metadata, settings,
-/// check_mode, header, mismatches, failures, peer_errors, rows_checked,
+/// check_mode, header, mismatches, failures, peer_errors, rows_to_check,
+/// rows_checked,
 /// notes, rows. A row's params are written as keys of the row itself, beside
 /// impl, benchmark, bytes, median_us, min_us, max_us, trials, calls,
 /// metrics {name: value}, check_before and check_after {status, detail,

@@ -9,11 +9,18 @@ const char* to_string(check_status status) {
   switch (status) {
     case check_status::passed: return "pass";
     case check_status::failed: return "FAIL";
-    case check_status::not_checked: return "-";
+    case check_status::not_checked: return "none needed";
     case check_status::not_run: return "not run";
     case check_status::peer_error: return "peer error";
   }
   return "?";
+}
+
+check_status check_status_from_string(const std::string& text) {
+  for (auto s : {check_status::passed, check_status::failed, check_status::not_checked, check_status::not_run,
+                 check_status::peer_error})
+    if (text == to_string(s)) return s;
+  return check_status::failed;
 }
 
 double row::metric(const std::string& name) const {
@@ -35,6 +42,13 @@ const row* report::find(const std::string& impl, const json& params) const {
   for (const auto& r : rows)
     if (r.impl == impl && r.params == params) return &r;
   return nullptr;
+}
+
+int report::rows_to_check() const {
+  int count = 0;
+  for (const auto& r : rows)
+    if (r.before.status != check_status::not_checked) ++count;
+  return count;
 }
 
 int report::rows_checked() const {

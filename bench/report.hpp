@@ -27,8 +27,11 @@ enum class check_status {
   peer_error,   ///< the peer itself reported an error or crashed (in isolation): measured, not a mismatch
 };
 
-/// "pass", "FAIL", "-", "not run", "peer error".
+/// "pass", "FAIL", "none needed", "not run", "peer error".
 const char* to_string(check_status status);
+/// The inverse of to_string (for reports read back, e.g. from a child
+/// process); an unknown text gives failed.
+check_status check_status_from_string(const std::string& text);
 
 /// The outcome of comparing one result with its reference.
 struct check {
@@ -90,7 +93,9 @@ struct report {
 
   /// The row of `impl` whose params equal `params`, or null.
   const row* find(const std::string& impl, const json& params) const;
-  /// Rows whose both checks passed (or needed none).
+  /// Rows with a result to check (all but probes), and those of them whose
+  /// checks before and after timing both passed.
+  int rows_to_check() const;
   int rows_checked() const;
   /// 0 when every check passed and nothing failed, else 1.
   int exit_code() const { return mismatches + failures > 0 ? 1 : 0; }

@@ -88,8 +88,9 @@ void print_table(const report& r, std::ostream& out) {
     out << text << "\n";
   }
   for (const auto& note : r.notes) out << "note: " << note << "\n";
-  out << "verification (" << r.check_mode << "): " << r.rows_checked() << " of " << r.rows.size()
-      << " rows checked before and after timing, " << r.mismatches << " mismatches, " << r.failures << " failures";
+  out << "verification (" << r.check_mode << "): " << r.rows_checked() << " of " << r.rows_to_check()
+      << " rows with a result passed their checks before and after timing (" << r.rows.size() - r.rows_to_check()
+      << " rows have nothing to check), " << r.mismatches << " mismatches, " << r.failures << " failures";
   if (r.peer_errors > 0) out << ", " << r.peer_errors << " peer errors (measured, see notes)";
   out << "\n";
 }

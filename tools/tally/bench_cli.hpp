@@ -3,6 +3,7 @@
 // how a command ends (table, JSON, exit code).
 #pragma once
 
+#include <iostream>
 #include <string>
 
 #include <CLI/CLI.hpp>
