@@ -31,8 +31,8 @@ host_info read_host_info() {
 
 std::string describe(const host_info& host) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s, %d hardware threads, %d OpenMP threads, %.1f GiB memory",
-                host.cpu_model.c_str(), host.hardware_threads, host.openmp_threads, host.memory_gib);
+  std::snprintf(buf, sizeof buf, "%s, %d hardware threads, %d OpenMP threads, %.1f GiB memory", host.cpu_model.c_str(),
+                host.hardware_threads, host.openmp_threads, host.memory_gib);
   return buf;
 }
 

@@ -8,9 +8,9 @@ namespace tally::bench {
 struct host_info {
   std::string cpu_model;  ///< /proc/cpuinfo's "model name", or "unknown CPU"
   int hardware_threads = 0;
-  int openmp_threads = 0;  ///< what the CPU backend uses by default
-  double memory_gib = 0;   ///< physical memory
-  double load_average = 0; ///< 1-minute load average (other processes' demand for the cores)
+  int openmp_threads = 0;   ///< what the CPU backend uses by default
+  double memory_gib = 0;    ///< physical memory
+  double load_average = 0;  ///< 1-minute load average (other processes' demand for the cores)
 };
 
 /// Reads the host's CPU model, thread counts and memory.

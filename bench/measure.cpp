@@ -41,9 +41,12 @@ std::string describe_params(const json& params) {
   for (const auto& [key, value] : params.items()) {
     if (!text.empty()) text += ' ';
     text += key + '=';
-    if (value.is_string()) text += value.get<std::string>();
-    else if (value.is_number_integer()) text += size_label(value.get<std::int64_t>());
-    else text += value.dump();
+    if (value.is_string())
+      text += value.get<std::string>();
+    else if (value.is_number_integer())
+      text += size_label(value.get<std::int64_t>());
+    else
+      text += value.dump();
   }
   return text;
 }
@@ -62,8 +65,9 @@ row& measure(harness& h, const peer& p, row proto) {
   out.rows.push_back(std::move(proto));
   const std::size_t at = out.rows.size() - 1;
   auto current = [&]() -> row& { return out.rows[at]; };
-  if (h.progress) std::cerr << "[" << current().benchmark << " " << describe_params(current().params) << "] " << p.name
-                            << " ..." << std::flush;
+  if (h.progress)
+    std::cerr << "[" << current().benchmark << " " << describe_params(current().params) << "] " << p.name << " ..."
+              << std::flush;
   try {
     if (p.setup) p.setup();
     if (p.reset) p.reset();

@@ -7,11 +7,16 @@ namespace tally::bench {
 
 const char* to_string(check_status status) {
   switch (status) {
-    case check_status::passed: return "pass";
-    case check_status::failed: return "FAIL";
-    case check_status::not_checked: return "none needed";
-    case check_status::not_run: return "not run";
-    case check_status::peer_error: return "peer error";
+    case check_status::passed:
+      return "pass";
+    case check_status::failed:
+      return "FAIL";
+    case check_status::not_checked:
+      return "none needed";
+    case check_status::not_run:
+      return "not run";
+    case check_status::peer_error:
+      return "peer error";
   }
   return "?";
 }
@@ -45,9 +50,13 @@ const row* report::find(const std::string& impl, const json& params) const {
 }
 
 int report::rows_to_check() const {
+  // Rows deliberately not run (a strategy that cannot hold the bins) have no
+  // result; rows that failed with an error before their check do count.
   int count = 0;
   for (const auto& r : rows)
-    if (r.before.status != check_status::not_checked) ++count;
+    if (r.before.status != check_status::not_checked &&
+        (r.before.status != check_status::not_run || r.before.detail.rfind("error", 0) == 0))
+      ++count;
   return count;
 }
 

@@ -59,14 +59,14 @@ struct row {
   /// params are equal are compared with each other (ratios, % of a floor).
   /// Keys must not be one of the row's own JSON keys (impl, median_us, ...).
   json params = json::object();
-  double bytes = 0;       ///< bytes one call must move (0: none); gives the GB/s metric
-  timing time;            ///< per-call times; not measured() when the row was not timed
+  double bytes = 0;  ///< bytes one call must move (0: none); gives the GB/s metric
+  timing time;       ///< per-call times; not measured() when the row was not timed
   /// Derived figures in column order, e.g. {"GB/s", 2950.1}, {"%probe", 96.3},
   /// {"/cub", 0.91}. NaN prints as "-" and is written as null.
   std::vector<std::pair<std::string, double>> metrics;
-  check before;           ///< the check before timing (a failed one means the row was not timed)
-  check after;            ///< the check after the timed loop, on a re-poisoned output
-  std::string note;       ///< what a call includes beyond the work, or why the row did not run
+  check before;                 ///< the check before timing (a failed one means the row was not timed)
+  check after;                  ///< the check after the timed loop, on a re-poisoned output
+  std::string note;             ///< what a call includes beyond the work, or why the row did not run
   json extra = json::object();  ///< benchmark-specific fields for the JSON only (a grid sweep, a strategy)
 
   /// Bytes per second over the median call, in GB/s (1e9); NaN without bytes or a time.
@@ -79,12 +79,12 @@ struct row {
 
 /// The results of one command: rows plus what is needed to read them.
 struct report {
-  std::string command;   ///< "tally bench reduce"
-  std::string backend;   ///< "gpu" or "cpu"
-  json metadata = json::object();  ///< versions, device or host (gpu_run_metadata, host_run_metadata)
-  json settings = json::object();  ///< trial settings, sizes, seeds: what the command was asked to do
-  std::string check_mode;          ///< one line: how rows are checked (exact integers, a derived bound, ...)
-  std::vector<std::string> header; ///< lines printed above the table (what the columns mean, fairness notes)
+  std::string command;              ///< "tally bench reduce"
+  std::string backend;              ///< "gpu" or "cpu"
+  json metadata = json::object();   ///< versions, device or host (gpu_run_metadata, host_run_metadata)
+  json settings = json::object();   ///< trial settings, sizes, seeds: what the command was asked to do
+  std::string check_mode;           ///< one line: how rows are checked (exact integers, a derived bound, ...)
+  std::vector<std::string> header;  ///< lines printed above the table (what the columns mean, fairness notes)
   std::vector<row> rows;
   std::vector<std::string> notes;  ///< failures, skipped sizes, anything a reader must know
   int mismatches = 0;              ///< checks that failed (before or after timing)

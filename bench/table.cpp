@@ -88,9 +88,15 @@ void print_table(const report& r, std::ostream& out) {
     out << text << "\n";
   }
   for (const auto& note : r.notes) out << "note: " << note << "\n";
+  int not_run = 0, no_check = 0;
+  for (const auto& x : r.rows) {
+    if (x.before.status == check_status::not_checked) ++no_check;
+    else if (x.before.status == check_status::not_run && x.before.detail.rfind("error", 0) != 0) ++not_run;
+  }
   out << "verification (" << r.check_mode << "): " << r.rows_checked() << " of " << r.rows_to_check()
-      << " rows with a result passed their checks before and after timing (" << r.rows.size() - r.rows_to_check()
-      << " rows have nothing to check), " << r.mismatches << " mismatches, " << r.failures << " failures";
+      << " rows with a result passed their checks before and after timing (" << no_check
+      << " rows have nothing to check, " << not_run << " were not run: see their notes), " << r.mismatches
+      << " mismatches, " << r.failures << " failures";
   if (r.peer_errors > 0) out << ", " << r.peer_errors << " peer errors (measured, see notes)";
   out << "\n";
 }

@@ -24,7 +24,8 @@ template <class T>
 reduce_peer cub_sum(const T* x, std::int64_t n, T* out, cudaStream_t stream) {
   // Size the temporary storage once, outside what is timed.
   std::size_t bytes = 0;
-  TALLY_CUDA(with_item_count(n, [&](auto count) { return cub::DeviceReduce::Sum(nullptr, bytes, x, out, count, stream); }));
+  TALLY_CUDA(
+      with_item_count(n, [&](auto count) { return cub::DeviceReduce::Sum(nullptr, bytes, x, out, count, stream); }));
   auto storage = detail::device_allocation(bytes);
   reduce_peer call;
   call.p.name = "cub";

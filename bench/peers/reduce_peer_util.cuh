@@ -29,8 +29,6 @@ void device_result(reduce_peer& r, T* out, cudaStream_t stream) {
 
 /// Checks the launch just made with cudaGetLastError (the harness clears
 /// older errors after a failed row, so an error seen here is this launch's).
-inline void check_launch(const char* kernel) {
-  ::tally::detail::check_cuda(cudaGetLastError(), kernel);
-}
+inline void check_launch(const char* kernel) { ::tally::detail::check_cuda(cudaGetLastError(), kernel); }
 
 }  // namespace tally::bench::detail

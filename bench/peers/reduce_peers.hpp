@@ -23,7 +23,7 @@ namespace tally::bench {
 
 /// A reduction peer and the way to read its result back.
 struct reduce_peer {
-  peer p;                         ///< verify left empty for the caller
+  peer p;                          ///< verify left empty for the caller
   std::function<double()> result;  ///< waits for the stream; the last run()'s result (exact for i32)
 };
 
@@ -108,8 +108,8 @@ struct probe_result {
   double median_us = 0;
   double gbps = 0;  ///< bytes / median time, in GB/s (1e9 bytes per second)
 };
-probe_result measure_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream,
-                                int trials, double trial_ms);
+probe_result measure_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream, int trials,
+                                double trial_ms);
 
 /// cuBLAS's version as reported by cublasGetProperty ("13.0.0").
 std::string cublas_version();

@@ -69,16 +69,18 @@ int best_probe_grid(const void* data, std::size_t bytes, unsigned* sink, cudaStr
   int best_blocks = 0;
   double best_us = 0;
   for (const int blocks : probe_grids(bytes, sm_count_of_current_device())) {
-    const timing t = time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{3, trial_ms, 2});
+    const timing t =
+        time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{3, trial_ms, 2});
     if (best_blocks == 0 || t.median_us < best_us) best_blocks = blocks, best_us = t.median_us;
   }
   return best_blocks;
 }
 
-probe_result measure_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream,
-                                int trials, double trial_ms) {
+probe_result measure_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream, int trials,
+                                double trial_ms) {
   const int blocks = best_probe_grid(data, bytes, sink, stream, trial_ms / 4);
-  const timing t = time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{trials, trial_ms, 3});
+  const timing t =
+      time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{trials, trial_ms, 3});
   return {blocks, t.median_us, bytes / (t.median_us * 1e3)};
 }
 

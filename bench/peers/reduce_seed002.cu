@@ -66,9 +66,12 @@ std::int64_t blocks_for(std::int64_t count) { return (count + kThreads - 1) / kT
 
 const char* to_string(seed002_kernel k) {
   switch (k) {
-    case seed002_kernel::interleaved_modulo: return "interleaved %";
-    case seed002_kernel::interleaved_strided: return "interleaved strided";
-    case seed002_kernel::sequential: return "sequential";
+    case seed002_kernel::interleaved_modulo:
+      return "interleaved %";
+    case seed002_kernel::interleaved_strided:
+      return "interleaved strided";
+    case seed002_kernel::sequential:
+      return "sequential";
   }
   return "?";
 }
@@ -76,7 +79,8 @@ const char* to_string(seed002_kernel k) {
 template <class T>
 reduce_peer seed002_sum(seed002_kernel k, const T* x, std::int64_t n, T* out, cudaStream_t stream) {
   if (n < 1) throw tally::error("seed002_sum: n must be >= 1");
-  if (blocks_for(n) > 0x7FFFFFFF) throw tally::error("seed002_sum: n = " + std::to_string(n) + " needs too many blocks");
+  if (blocks_for(n) > 0x7FFFFFFF)
+    throw tally::error("seed002_sum: n = " + std::to_string(n) + " needs too many blocks");
   // Ping-pong buffers for the partials: a holds the first pass's, b the
   // second's; later passes alternate (each pass at most shrinks the count).
   const std::int64_t a_count = blocks_for(n), b_count = blocks_for(a_count);

@@ -20,8 +20,10 @@ constexpr const char* kThrustNote = "returns to the host: each call waits for th
 /// A value no correct sum of the bench's inputs equals (NaN, or INT_MIN).
 template <class T>
 T poisoned() {
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
-  else return std::numeric_limits<T>::min();
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else
+    return std::numeric_limits<T>::min();
 }
 }  // namespace
 

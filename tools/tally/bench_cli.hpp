@@ -25,8 +25,8 @@ inline constexpr int kNoGpuExit = 3;
 
 /// The options every benchmark command takes.
 struct bench_options {
-  std::string json_path;              ///< --json FILE ("" = no JSON)
-  bench::trial_settings trials;       ///< --trials, --trial-ms, --warmup
+  std::string json_path;                                 ///< --json FILE ("" = no JSON)
+  bench::trial_settings trials;                          ///< --trials, --trial-ms, --warmup
   backend_request backend = backend_request::automatic;  ///< --gpu / --cpu
 };
 

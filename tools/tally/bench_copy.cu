@@ -83,12 +83,16 @@ class copy_bench {
     const double l2 = report_.metadata["device"]["l2_bytes"].get<double>();
     std::random_device entropy;
     const std::uint64_t seed = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.settings = {{"trials", s_.common.trials.trials}, {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup}, {"min_log2", s_.min_log2},
-                        {"max_log2", s_.max_log2},           {"step_log2", s_.step_log2},
+    report_.settings = {{"trials", s_.common.trials.trials},
+                        {"trial_ms", s_.common.trials.trial_ms},
+                        {"warmup", s_.common.trials.warmup},
+                        {"min_log2", s_.min_log2},
+                        {"max_log2", s_.max_log2},
+                        {"step_log2", s_.step_log2},
                         {"seed", seed}};
-    report_.check_mode = "exact: the destination, poisoned before each checked call, must equal the source in every "
-                         "16-bit unit";
+    report_.check_mode =
+        "exact: the destination, poisoned before each checked call, must equal the source in every "
+        "16-bit unit";
     report_.header = {
         "Seed 001's vector-width study: copy kernels with " + std::to_string(kThreads) + "-thread blocks, min(ceil(n/" +
             std::to_string(kThreads) + "), " + std::to_string(kMaxBlocks) +
@@ -104,7 +108,7 @@ class copy_bench {
     const cudaStream_t stream = owned.get();
     auto h = bench::gpu_harness(report_, stream, s_.common.trials);
     fill_units<<<grid_for(2 * largest), 256, 0, stream>>>(reinterpret_cast<std::uint16_t*>(src.data()), 2 * largest,
-                                                         seed);
+                                                          seed);
     TALLY_CUDA(cudaGetLastError());
     bench::warm_up_clocks();
     try {
@@ -155,8 +159,7 @@ class copy_bench {
           }
           float* const d = dst.data();
           const float* const sp = src.data();
-          add("cudaMemcpyAsync",
-              [=] { TALLY_CUDA(cudaMemcpyAsync(d, sp, bytes, cudaMemcpyDeviceToDevice, stream)); });
+          add("cudaMemcpyAsync", [=] { TALLY_CUDA(cudaMemcpyAsync(d, sp, bytes, cudaMemcpyDeviceToDevice, stream)); });
         }
     } catch (const bench::device_lost& e) {
       report_.notes.push_back(e.what());
@@ -181,11 +184,14 @@ class copy_bench {
 
 void add_bench_copy(CLI::App& bench) {
   auto s = std::make_shared<copy_settings>();
-  CLI::App* cmd = bench.add_subcommand(
-      "copy", "Seed 001's vector-width study: copies of half and float arrays with scalar, 32-, 64- and 128-bit "
-              "accesses beside cudaMemcpyAsync, every row checked before and after timing (GPU only).");
+  CLI::App* cmd = bench.add_subcommand("copy", "seed 001's vector-width study: copies with 16- to 128-bit accesses");
+  cmd->footer(
+      "Seed 001's vector-width study: copies of half and float arrays with scalar, 32-, 64- and 128-bit "
+      "accesses beside cudaMemcpyAsync, every row checked before and after timing (GPU only).");
   add_bench_options(*cmd, s->common);
-  cmd->add_option("--min-log2", s->min_log2, "fewest elements as log2")->check(CLI::Range(1, 30))->capture_default_str();
+  cmd->add_option("--min-log2", s->min_log2, "fewest elements as log2")
+      ->check(CLI::Range(1, 30))
+      ->capture_default_str();
   cmd->add_option("--max-log2", s->max_log2, "most elements as log2")->check(CLI::Range(1, 30))->capture_default_str();
   cmd->add_option("--step-log2", s->step_log2, "step in log2")->check(CLI::Range(1, 30))->capture_default_str();
   cmd->callback([s] {

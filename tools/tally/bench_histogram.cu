@@ -58,8 +58,7 @@ struct hist_settings {
 };
 
 constexpr histogram_strategy kForced[] = {histogram_strategy::shared_memory, histogram_strategy::cluster_memory,
-                                          histogram_strategy::aggregated_atomics,
-                                          histogram_strategy::plain_atomics};
+                                          histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics};
 
 /// Reads `bins` counts back and compares them with the reference.
 template <class C>
@@ -94,8 +93,10 @@ class histogram_bench {
 
   void run() {
     describe_run();
-    if (gpu_) run_gpu();
-    else run_cpu_only();
+    if (gpu_)
+      run_gpu();
+    else
+      run_cpu_only();
     bench::add_ratio_to(report_, "plain_atomics");
     bench::add_ratio_to(report_, "cub");
     note_deterministic_cost();
@@ -122,7 +123,8 @@ class histogram_bench {
     bench::device_buffer<int> counts(s_.child_bins);
     TALLY_CUDA(cudaMemcpy(x.data(), smp.x.data(), smp.x.size() * sizeof(double), cudaMemcpyHostToDevice));
     auto expected = std::make_shared<const std::vector<int>>(reference_counts(smp, s_.child_bins));
-    bench::measure(h, cub_peer(x.data(), s_.child_bins, counts.data(), expected), proto(s_.child_kind, "i32", s_.child_bins));
+    bench::measure(h, cub_peer(x.data(), s_.child_bins, counts.data(), expected),
+                   proto(s_.child_kind, "i32", s_.child_bins));
     std::cout << kChildMarker << bench::to_json(report_)["rows"][0].dump() << "\n";
     return report_.exit_code();
   }
@@ -134,18 +136,27 @@ class histogram_bench {
     report_.command = "tally bench histogram";
     report_.backend = gpu_ ? "gpu" : "cpu";
     report_.metadata = gpu_ ? bench::gpu_run_metadata() : bench::host_run_metadata();
-    report_.settings = {{"trials", s_.common.trials.trials},     {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup},     {"n", s_.n},
-                        {"max_bins", s_.max_bins},               {"cub_isolate_from", s_.cub_isolate_from},
-                        {"cpu_rows", s_.cpu_rows},               {"seed", seed_}};
+    report_.settings = {{"trials", s_.common.trials.trials}, {"trial_ms", s_.common.trials.trial_ms},
+                        {"warmup", s_.common.trials.warmup}, {"n", s_.n},
+                        {"max_bins", s_.max_bins},           {"cub_isolate_from", s_.cub_isolate_from},
+                        {"cpu_rows", s_.cpu_rows},           {"seed", seed_}};
     report_.check_mode =
         "exact: samples drawn by bin, at least 1 % of a bin width from every edge, counts compared with the bins "
         "drawn; weights multiples of 2^-20 whose sums are exact in any order, sums compared bit for bit";
+    if (!gpu_) {
+      report_.header = {"CPU backend: histograms of " + std::to_string(s_.n) +
+                            " uniform doubles with tally::cpu on one thread (cpu_sequential) and on every OpenMP "
+                            "thread (cpu_openmp), and its weighted scatter-add (plain and deterministic).",
+                        "us = median µs per call; /best_nondet = deterministic time / the fastest non-deterministic "
+                        "row of the same bins."};
+      return;
+    }
     report_.header = {
-        "Histograms of " + std::to_string(s_.n) + " doubles in [0,1) (uniform, and Zipf-like 'histogram_zipf'), "
-        "and a weighted scatter-add out[index[i]] += w[i] (64-bit indices). Launches: tally uses programmatic "
-        "dependent launch; the peers launch plainly. Every timed call includes clearing its output (tally's "
-        "histograms clear it themselves; the peers and tally's scatter-add run a cudaMemsetAsync first).",
+        "Histograms of " + std::to_string(s_.n) +
+            " doubles in [0,1) (uniform, and Zipf-like 'histogram_zipf'), "
+            "and a weighted scatter-add out[index[i]] += w[i] (64-bit indices). Launches: tally uses programmatic "
+            "dependent launch; the peers launch plainly. Every timed call includes clearing its output (tally's "
+            "histograms clear it themselves; the peers and tally's scatter-add run a cudaMemsetAsync first).",
         "us = median µs per call; /plain_atomics and /cub = row time / that peer's time (< 1: faster). CUB from " +
             std::to_string(s_.cub_isolate_from) +
             " bins runs in a child process, so a fault there is measured without ending this run.",
@@ -208,12 +219,11 @@ class histogram_bench {
     const std::int64_t n = s_.n;
     const row base = proto(kind, type, bins);
     for (const hist_how how : {hist_how::plain, hist_how::paper_shuffle})
-      bench::measure(h_, output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
-                                     [=] { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, out, stream); }),
+      bench::measure(h_,
+                     output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
+                                 [=] { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, out, stream); }),
                      base);
-    const auto call = [=](const histogram_options& o) {
-      histogram_even(gpu.on(stream), x, n, bins, 0.0, 1.0, out, o);
-    };
+    const auto call = [=](const histogram_options& o) { histogram_even(gpu.on(stream), x, n, bins, 0.0, 1.0, out, o); };
     tally_row("tally", base, out, expected, call, histogram_options{});
     for (const auto strategy : kForced) {
       histogram_options o;
@@ -221,8 +231,10 @@ class histogram_bench {
       tally_row(std::string("tally:") + to_string(strategy), base, out, expected, call, o);
     }
     if constexpr (std::is_same_v<C, int>) {
-      if (bins >= s_.cub_isolate_from) cub_in_child(base, kind, bins);
-      else bench::measure(h_, cub_peer(x, bins, out, expected), base);
+      if (bins >= s_.cub_isolate_from)
+        cub_in_child(base, kind, bins);
+      else
+        bench::measure(h_, cub_peer(x, bins, out, expected), base);
     }
   }
 
@@ -276,8 +288,9 @@ class histogram_bench {
     const std::int64_t n = s_.n;
     const row base = proto("scatter_add", "f64", bins);
     for (const hist_how how : {hist_how::plain, hist_how::paper_shuffle})
-      bench::measure(h_, output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
-                                     [=] { bench::peers::scatter_add_atomics(how, index, weights, n, out, bins, stream); }),
+      bench::measure(h_,
+                     output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
+                                 [=] { bench::peers::scatter_add_atomics(how, index, weights, n, out, bins, stream); }),
                      base);
     // tally's scatter_reduce accumulates: clear first, as the peers do.
     const auto call = [=](const histogram_options& o) {
@@ -322,14 +335,19 @@ class histogram_bench {
     char buffer[4096];
     while (fgets(buffer, sizeof buffer, pipe)) {
       const std::string line = buffer;
-      if (line.rfind(kChildMarker, 0) == 0) row_line = line.substr(std::string(kChildMarker).size());
-      else output += line;
+      if (line.rfind(kChildMarker, 0) == 0)
+        row_line = line.substr(std::string(kChildMarker).size());
+      else
+        output += line;
     }
     const int status = pclose(pipe);
     std::string outcome;
-    if (status == -1) outcome = "pclose failed";
-    else if (WIFSIGNALED(status)) outcome = "killed by signal " + std::to_string(WTERMSIG(status));
-    else if (WEXITSTATUS(status) != 0) outcome = "exit code " + std::to_string(WEXITSTATUS(status));
+    if (status == -1)
+      outcome = "pclose failed";
+    else if (WIFSIGNALED(status))
+      outcome = "killed by signal " + std::to_string(WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0)
+      outcome = "exit code " + std::to_string(WEXITSTATUS(status));
     if (!row_line.empty()) {
       const json j = json::parse(row_line, nullptr, false);
       if (!j.is_discarded()) {
@@ -342,7 +360,8 @@ class histogram_bench {
                     j["check_before"]["detail"].get<std::string>()};
         r.after = {bench::check_status_from_string(j["check_after"]["status"].get<std::string>()),
                    j["check_after"]["detail"].get<std::string>()};
-        r.note = "measured in a child process" + (j["note"].get<std::string>().empty() ? "" : "; " + j["note"].get<std::string>());
+        r.note = "measured in a child process" +
+                 (j["note"].get<std::string>().empty() ? "" : "; " + j["note"].get<std::string>());
         for (const auto* c : {&r.before, &r.after})
           if (c->status == bench::check_status::failed) {
             ++report_.mismatches;
@@ -352,8 +371,8 @@ class histogram_bench {
           // CUB returned an error in the child: the peer's own failure.
           r.before.status = bench::check_status::peer_error;
           ++report_.peer_errors;
-          report_.notes.push_back("cub " + bench::describe_params(base.params) + " failed in its child: " +
-                                  j["note"].get<std::string>());
+          report_.notes.push_back("cub " + bench::describe_params(base.params) +
+                                  " failed in its child: " + j["note"].get<std::string>());
         }
         std::cerr << (r.time.measured() ? " " + std::to_string(r.time.median_us) + " us\n" : " " + r.note + "\n");
         report_.rows.push_back(std::move(r));
@@ -368,7 +387,8 @@ class histogram_bench {
     r.after = {bench::check_status::not_run, "the child ended before timing"};
     r.note = "peer error (measured in a child process): " + outcome;
     ++report_.peer_errors;
-    report_.notes.push_back("cub " + bench::describe_params(base.params) + ": child process " + outcome + "; its output ends: " + tail);
+    report_.notes.push_back("cub " + bench::describe_params(base.params) + ": child process " + outcome +
+                            "; its output ends: " + tail);
     std::cerr << " child " << outcome << "\n";
     report_.rows.push_back(std::move(r));
   }
@@ -457,10 +477,11 @@ class histogram_bench {
       const row* d = report_.find("tally:deterministic", params);
       const row* g = report_.find("tally:deterministic_2^30", params);
       if (!a) continue;
-      std::printf("scatter_add    f64 bins=%-9lld auto %9.1f %-19s plain/auto %6.2f  det/best %6.3f  det_2^30/best %6.3f\n",
-                  static_cast<long long>(bins), us("tally", params), a->extra.value("strategy", "-").c_str(),
-                  us("plain_atomics", params) / us("tally", params), d ? d->metric("/best_nondet") : NAN,
-                  g ? g->metric("/best_nondet") : NAN);
+      std::printf(
+          "scatter_add    f64 bins=%-9lld auto %9.1f %-19s plain/auto %6.2f  det/best %6.3f  det_2^30/best %6.3f\n",
+          static_cast<long long>(bins), us("tally", params), a->extra.value("strategy", "-").c_str(),
+          us("plain_atomics", params) / us("tally", params), d ? d->metric("/best_nondet") : NAN,
+          g ? g->metric("/best_nondet") : NAN);
     }
   }
 
@@ -482,20 +503,24 @@ void add_bench_histogram(CLI::App& bench) {
   auto s = std::make_shared<hist_settings>();
   s->common.trials = bench::trial_settings{5, 4.0, 2};  // ~270 rows: short trials keep the sweep near a minute
   CLI::App* cmd = bench.add_subcommand(
-      "histogram",
+      "histogram", "histograms and scatter-adds against CUB, plain atomics and the paper's aggregation");
+  cmd->footer(
       "Histograms of n doubles into 1, 10, ... max-bins bins (int32 and double counts), a weighted scatter-add, "
       "and Zipf-skewed samples: plain atomics, the paper's warp aggregation, tally (automatic and every strategy, "
       "deterministic modes), CUB, and the CPU; every row checked against exact references before and after "
       "timing.");
   add_bench_options(*cmd, s->common);
-  cmd->add_option("--n", s->n, "samples")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31))->capture_default_str();
+  cmd->add_option("--n", s->n, "samples")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31))
+      ->capture_default_str();
   cmd->add_option("--max-bins", s->max_bins, "largest bin count (1, 10, ... up to it)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
       ->capture_default_str();
   cmd->add_option("--cub-isolate-from", s->cub_isolate_from, "run CUB in a child process from this many bins")
       ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()))
       ->capture_default_str();
-  cmd->add_flag_callback("--no-cpu", [s] { s->cpu_rows = false; }, "leave out the CPU rows of a GPU run");
+  cmd->add_flag_callback(
+      "--no-cpu", [s] { s->cpu_rows = false; }, "leave out the CPU rows of a GPU run");
   cmd->add_option("--seed", s->seed, "inputs' seed (0: random)");
   cmd->add_option("--cub-child", s->child_bins, "internal: run CUB alone at this many bins and print its row")
       ->group("");

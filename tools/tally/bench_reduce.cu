@@ -97,8 +97,8 @@ class gpu_reduce_bench {
                         {"tally_checks", s_.unchecked ? "unchecked" : "checked"},
                         {"seed", seed_base_}};
     report_.check_mode = reduce_check_mode();
-    std::cout << "tally bench reduce on " << device["name"].get<std::string>() << " ("
-              << device["sm_count"].get<int>() << " SMs, L2 " << l2_bytes_ / kMiB << " MiB), CUDA "
+    std::cout << "tally bench reduce on " << device["name"].get<std::string>() << " (" << device["sm_count"].get<int>()
+              << " SMs, L2 " << l2_bytes_ / kMiB << " MiB), CUDA "
               << report_.metadata["cuda_runtime"].get<std::string>() << ", CUB "
               << report_.metadata["cub"].get<std::string>() << "\n";
     report_.header = {
@@ -138,7 +138,8 @@ class gpu_reduce_bench {
     std::size_t free_bytes = 0, total_bytes = 0;
     TALLY_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
     const std::size_t reserve = std::size_t{1} << 30;
-    std::size_t bytes = std::min(static_cast<std::size_t>(needed), free_bytes > 2 * reserve ? free_bytes - reserve : free_bytes / 2);
+    std::size_t bytes =
+        std::min(static_cast<std::size_t>(needed), free_bytes > 2 * reserve ? free_bytes - reserve : free_bytes / 2);
     bytes = std::max<std::size_t>(bytes & ~std::size_t{255}, 256);
     arena_.emplace(static_cast<std::int64_t>(bytes));
     out_.emplace(4);
@@ -165,11 +166,16 @@ class gpu_reduce_bench {
     proto.benchmark = "reduce";
     proto.params = {{"type", type}, {"n", n}};
     proto.bytes = bytes;
-    if (type == "f32") bench_sum<float>(proto, n);
-    else if (type == "f64") bench_sum<double>(proto, n);
-    else if (type == "i32") bench_sum<int>(proto, n);
-    else if (type == "f32dot") bench_dot<float>(proto, n);
-    else bench_dot<double>(proto, n);
+    if (type == "f32")
+      bench_sum<float>(proto, n);
+    else if (type == "f64")
+      bench_sum<double>(proto, n);
+    else if (type == "i32")
+      bench_sum<int>(proto, n);
+    else if (type == "f32dot")
+      bench_dot<float>(proto, n);
+    else
+      bench_dot<double>(proto, n);
     measure_probe(proto, static_cast<std::size_t>(bytes));
   }
 
@@ -210,8 +216,10 @@ class gpu_reduce_bench {
     add("tally (no PDL)", proto, expected, [&] { return tally_dot(x, y, n, out, false); });
     add("cub", proto, expected, [&] { return bench::cub_dot(x, y, n, out, stream_); });
     add("thrust", proto, expected, [&] { return bench::thrust_dot(x, y, n, stream_); });
-    if (n <= 0x7FFFFFFF) add("cublas", proto, expected, [&] { return bench::cublas_dot(x, y, n, out, stream_); });
-    else bench::add_not_run(report_, proto, "cublas", "cuBLAS takes int sizes: N too large");
+    if (n <= 0x7FFFFFFF)
+      add("cublas", proto, expected, [&] { return bench::cublas_dot(x, y, n, out, stream_); });
+    else
+      bench::add_not_run(report_, proto, "cublas", "cuBLAS takes int sizes: N too large");
   }
 
   tally::options options(summation sum, bool pdl) const {
@@ -266,7 +274,9 @@ class gpu_reduce_bench {
       return;
     }
     r.p.name = name;
-    r.p.verify = [result = r.result, expected] { return bench::compare_exact(result(), static_cast<double>(expected)); };
+    r.p.verify = [result = r.result, expected] {
+      return bench::compare_exact(result(), static_cast<double>(expected));
+    };
     bench::measure(h_, r.p, proto);
   }
 
@@ -290,12 +300,12 @@ class gpu_reduce_bench {
         const double got = r.result();
         if (got != static_cast<double>(expected)) {
           bench::add_failure(h_, proto, "seed000",
-                             "wrong result in the grid sweep at " + std::to_string(blocks) + " blocks: " +
-                                 bench::compare_exact(got, static_cast<double>(expected)).detail);
+                             "wrong result in the grid sweep at " + std::to_string(blocks) +
+                                 " blocks: " + bench::compare_exact(got, static_cast<double>(expected)).detail);
           return;
         }
-        const double us = bench::time_calls(stream_, r.p.run, bench::trial_settings{3, s_.common.trials.trial_ms / 4, 1})
-                              .median_us;
+        const double us =
+            bench::time_calls(stream_, r.p.run, bench::trial_settings{3, s_.common.trials.trial_ms / 4, 1}).median_us;
         sweep.push_back({{"blocks", blocks}, {"median_us", us}});
         if (best == 0 || us < best_us) best = blocks, best_us = us;
       }
@@ -316,8 +326,8 @@ class gpu_reduce_bench {
   void measure_probe(const row& proto, std::size_t bytes) {
     bench::peer p;
     try {
-      const int blocks = bench::best_probe_grid(arena_->data(), bytes, sink_->data(), stream_,
-                                                s_.common.trials.trial_ms / 4);
+      const int blocks =
+          bench::best_probe_grid(arena_->data(), bytes, sink_->data(), stream_, s_.common.trials.trial_ms / 4);
       p = bench::read_probe(arena_->data(), bytes, blocks, sink_->data(), stream_);
     } catch (const bench::device_lost&) {
       throw;

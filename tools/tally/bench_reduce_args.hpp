@@ -11,13 +11,13 @@
 namespace tally::cli {
 
 struct reduce_settings {
-  bench_options common;           ///< --json, --trials, --trial-ms, --warmup, --gpu, --cpu
-  int min_log2 = 10;              ///< --min-log2
-  int max_log2 = 30;              ///< --max-log2 (26 on the CPU unless given)
+  bench_options common;  ///< --json, --trials, --trial-ms, --warmup, --gpu, --cpu
+  int min_log2 = 10;     ///< --min-log2
+  int max_log2 = 30;     ///< --max-log2 (26 on the CPU unless given)
   bool max_given = false;
-  int step_log2 = 2;              ///< --step-log2: N = 2^min, 2^(min+step), ...
-  bool unchecked = false;         ///< --unchecked: tally without argument checks
-  std::vector<std::string> types; ///< --types f32,f64,...; empty = all
+  int step_log2 = 2;               ///< --step-log2: N = 2^min, 2^(min+step), ...
+  bool unchecked = false;          ///< --unchecked: tally without argument checks
+  std::vector<std::string> types;  ///< --types f32,f64,...; empty = all
 
   /// True when `type` was asked for (or no --types was given).
   bool wants(const std::string& type) const;

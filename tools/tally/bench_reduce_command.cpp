@@ -15,7 +15,8 @@ bool reduce_settings::wants(const std::string& type) const {
 void add_bench_reduce(CLI::App& bench) {
   auto s = std::make_shared<reduce_settings>();
   CLI::App* cmd = bench.add_subcommand(
-      "reduce",
+      "reduce", "sums and dot products against CUB, Thrust, cuBLAS, the seeds' kernels and a read probe");
+  cmd->footer(
       "Sums (f32, f64, i32, compensated f32/f64) and dot products (f32dot, f64dot) of N = 2^min, 2^(min+step), ..., "
       "2^max elements. GPU: tally (with and without programmatic dependent launch) against CUB, Thrust, cuBLAS, "
       "seed 000's warp-atomic kernel, seed 002's shared-memory kernels and a 16-byte read probe, in one process on "
@@ -37,8 +38,10 @@ void add_bench_reduce(CLI::App& bench) {
     s->max_given = max->count() > 0;
     if (s->min_log2 > s->max_log2)
       throw CLI::ValidationError("--min-log2", "must not exceed --max-log2 (" + std::to_string(s->max_log2) + ")");
-    if (use_gpu(s->common, "tally bench reduce")) run_reduce_gpu(*s);
-    else run_reduce_cpu(*s);
+    if (use_gpu(s->common, "tally bench reduce"))
+      run_reduce_gpu(*s);
+    else
+      run_reduce_cpu(*s);
   });
 }
 

@@ -68,8 +68,10 @@ T openmp_dot(const T* x, const T* y, std::int64_t n) {
 /// A value no correct result equals: NaN, or the most negative integer.
 template <class T>
 T poisoned() {
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::quiet_NaN();
-  else return std::numeric_limits<T>::min();
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else
+    return std::numeric_limits<T>::min();
 }
 
 class cpu_reduce_bench {
@@ -91,11 +93,16 @@ class cpu_reduce_bench {
         proto.benchmark = "reduce";
         proto.params = {{"type", type}, {"n", n}};
         proto.bytes = reduce_input_bytes(type, n);
-        if (type == "f32") bench_sum<float>(proto, n);
-        else if (type == "f64") bench_sum<double>(proto, n);
-        else if (type == "i32") bench_sum<int>(proto, n);
-        else if (type == "f32dot") bench_dot<float>(proto, n);
-        else bench_dot<double>(proto, n);
+        if (type == "f32")
+          bench_sum<float>(proto, n);
+        else if (type == "f64")
+          bench_sum<double>(proto, n);
+        else if (type == "i32")
+          bench_sum<int>(proto, n);
+        else if (type == "f32dot")
+          bench_dot<float>(proto, n);
+        else
+          bench_dot<double>(proto, n);
         measure_probe(proto);
       }
     }
@@ -134,7 +141,8 @@ class cpu_reduce_bench {
               << " OpenMP threads\n";
     report_.header = {
         "CPU backend. tally = tally::cpu (plain), tally-comp = compensated; eigen = Eigen's sum()/dot() on one "
-        "thread; openmp = `omp parallel for simd reduction(+:s)` on " + std::to_string(threads) +
+        "thread; openmp = `omp parallel for simd reduction(+:s)` on " +
+            std::to_string(threads) +
             " threads from 2^15 elements (one thread below); probe = every OpenMP thread XOR-reading its share of "
             "8-byte words.",
         "us = median µs per call; %probe = probe time / row time × 100; /openmp, /eigen, /tally = row time / that "

@@ -35,8 +35,8 @@ void print_measured_bandwidth() {
   TALLY_CUDA(cudaMemsetAsync(buffer, 0x5A, bytes, stream));
 
   const auto probe = tally::bench::measure_read_probe(buffer, bytes, sink, stream, 7, 20.0);
-  std::printf("  read probe        %8.0f GB/s   (%.2f GiB read with 16-byte loads, %d blocks, %.3f ms)\n",
-              probe.gbps, bytes / kGiB, probe.blocks, probe.median_us / 1e3);
+  std::printf("  read probe        %8.0f GB/s   (%.2f GiB read with 16-byte loads, %d blocks, %.3f ms)\n", probe.gbps,
+              bytes / kGiB, probe.blocks, probe.median_us / 1e3);
 
   // Copy the first half onto the second: each byte is read once and written once.
   const std::size_t half = bytes / 2;

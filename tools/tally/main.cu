@@ -45,9 +45,10 @@ int run_one(const default_bench& b, std::vector<std::string> args) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally: GPU reductions, histograms and scatter-adds, and benchmarks of them against their peers.\n"
-               "Without a GPU the benchmarks run the CPU backend and say so.",
-               "tally"};
+  CLI::App app{
+      "tally: GPU reductions, histograms and scatter-adds, and benchmarks of them against their peers.\n"
+      "Without a GPU the benchmarks run the CPU backend and say so.",
+      "tally"};
   app.require_subcommand(1);
   tally::cli::add_info(app);
 

@@ -43,9 +43,9 @@ template <class T>
 TALLY_HD_INLINE T input_value(const input_law& law, std::int64_t i) {
   if (law.period > 1) {
     const std::int64_t window = i / law.period;
-    const auto pick = static_cast<std::int64_t>(
-        mix64(law.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(window + 1))) %
-        static_cast<std::uint64_t>(law.period));
+    const auto pick =
+        static_cast<std::int64_t>(mix64(law.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(window + 1))) %
+                                  static_cast<std::uint64_t>(law.period));
     if (i - window * law.period != pick) return T(0);
   }
   const std::uint64_t h = mix64(law.seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1));
