@@ -70,7 +70,7 @@ void run_hist(hist_atomics how, const double* x, std::int64_t n, std::int64_t bi
   TALLY_CUDA(cudaMemsetAsync(counts, 0, static_cast<std::size_t>(bins) * sizeof(C), stream));
   hist_kernel<<<kBlocks, kThreads, 0, stream>>>(how, x, n, bins, lo, static_cast<double>(bins) / (hi - lo), hi,
                                                 counts);
-  TALLY_CUDA_LAUNCHED("hist_kernel");
+  ::tally::detail::check_cuda(cudaGetLastError(), "launch of hist_kernel");
 }
 
 }  // namespace
@@ -88,7 +88,7 @@ void scatter_add_atomics(hist_atomics how, const std::int64_t* index, const doub
                          std::int64_t out_size, cudaStream_t stream) {
   TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(out_size) * sizeof(double), stream));
   scatter_kernel<<<kBlocks, kThreads, 0, stream>>>(how, index, value, n, out);
-  TALLY_CUDA_LAUNCHED("scatter_kernel");
+  ::tally::detail::check_cuda(cudaGetLastError(), "launch of scatter_kernel");
 }
 
 }  // namespace tally::bench::peers

@@ -2,7 +2,6 @@
 #include <climits>
 
 #include <cub/device/device_reduce.cuh>
-#include <cub/version.cuh>
 #include <cuda/std/functional>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -22,18 +21,20 @@ cudaError_t with_item_count(std::int64_t n, const F& f) {
 }  // namespace
 
 template <class T>
-reduce_call cub_sum(const T* x, std::int64_t n, T* out, cudaStream_t stream) {
+reduce_peer cub_sum(const T* x, std::int64_t n, T* out, cudaStream_t stream) {
   // Size the temporary storage once, outside what is timed.
   std::size_t bytes = 0;
-  TALLY_CUDA(with_item_count(n, [&](auto count) { return cub::DeviceReduce::Sum(nullptr, bytes, x, out, count, stream); }));
+  TALLY_CUDA(
+      with_item_count(n, [&](auto count) { return cub::DeviceReduce::Sum(nullptr, bytes, x, out, count, stream); }));
   auto storage = detail::device_allocation(bytes);
-  reduce_call call;
-  call.run = [=] {
+  reduce_peer call;
+  call.p.name = "cub";
+  call.p.run = [=] {
     std::size_t size = bytes;  // CUB takes it by reference
     TALLY_CUDA(with_item_count(
         n, [&](auto count) { return cub::DeviceReduce::Sum(storage.get(), size, x, out, count, stream); }));
   };
-  call.result = [=] { return detail::read_device_value(out, stream); };
+  detail::device_result(call, out, stream);
   return call;
 }
 
@@ -48,7 +49,7 @@ struct product_at {
 }  // namespace
 
 template <class T>
-reduce_call cub_dot(const T* x, const T* y, std::int64_t n, T* out, cudaStream_t stream) {
+reduce_peer cub_dot(const T* x, const T* y, std::int64_t n, T* out, cudaStream_t stream) {
   thrust::counting_iterator<std::int64_t> indices(0);
   std::size_t bytes = 0;
   TALLY_CUDA(with_item_count(n, [&](auto count) {
@@ -56,28 +57,24 @@ reduce_call cub_dot(const T* x, const T* y, std::int64_t n, T* out, cudaStream_t
                                               product_at<T>{x, y}, T(0), stream);
   }));
   auto storage = detail::device_allocation(bytes);
-  reduce_call call;
-  call.run = [=] {
+  reduce_peer call;
+  call.p.name = "cub";
+  call.p.run = [=] {
     std::size_t size = bytes;
     TALLY_CUDA(with_item_count(n, [&](auto count) {
       return cub::DeviceReduce::TransformReduce(storage.get(), size, indices, out, count, ::cuda::std::plus<>{},
                                                 product_at<T>{x, y}, T(0), stream);
     }));
   };
-  call.result = [=] { return detail::read_device_value(out, stream); };
-  call.note = "TransformReduce over a counting iterator";
+  detail::device_result(call, out, stream);
+  call.p.note = "TransformReduce over a counting iterator";
   return call;
 }
 
-std::string cub_version() {
-  return std::to_string(CUB_MAJOR_VERSION) + "." + std::to_string(CUB_MINOR_VERSION) + "." +
-         std::to_string(CUB_SUBMINOR_VERSION);
-}
-
-template reduce_call cub_sum<float>(const float*, std::int64_t, float*, cudaStream_t);
-template reduce_call cub_sum<double>(const double*, std::int64_t, double*, cudaStream_t);
-template reduce_call cub_sum<int>(const int*, std::int64_t, int*, cudaStream_t);
-template reduce_call cub_dot<float>(const float*, const float*, std::int64_t, float*, cudaStream_t);
-template reduce_call cub_dot<double>(const double*, const double*, std::int64_t, double*, cudaStream_t);
+template reduce_peer cub_sum<float>(const float*, std::int64_t, float*, cudaStream_t);
+template reduce_peer cub_sum<double>(const double*, std::int64_t, double*, cudaStream_t);
+template reduce_peer cub_sum<int>(const int*, std::int64_t, int*, cudaStream_t);
+template reduce_peer cub_dot<float>(const float*, const float*, std::int64_t, float*, cudaStream_t);
+template reduce_peer cub_dot<double>(const double*, const double*, std::int64_t, double*, cudaStream_t);
 
 }  // namespace tally::bench

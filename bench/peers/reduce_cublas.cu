@@ -38,14 +38,15 @@ cublasStatus_t dot(cublasHandle_t h, int n, const double* x, const double* y, do
 }  // namespace
 
 template <class T>
-reduce_call cublas_dot(const T* x, const T* y, std::int64_t n, T* out, cudaStream_t stream) {
+reduce_peer cublas_dot(const T* x, const T* y, std::int64_t n, T* out, cudaStream_t stream) {
   if (n > INT_MAX) throw tally::error("cublas_dot: n = " + std::to_string(n) + " exceeds cuBLAS's int sizes");
   auto handle = device_pointer_handle(stream);
   const int count = static_cast<int>(n);
-  reduce_call call;
-  call.run = [=] { check_cublas(dot(handle.get(), count, x, y, out), "cublas<S|D>dot"); };
-  call.result = [=] { return detail::read_device_value(out, stream); };
-  call.note = "CUBLAS_POINTER_MODE_DEVICE";
+  reduce_peer call;
+  call.p.name = "cublas";
+  call.p.run = [=] { check_cublas(dot(handle.get(), count, x, y, out), "cublas<S|D>dot"); };
+  detail::device_result(call, out, stream);
+  call.p.note = "CUBLAS_POINTER_MODE_DEVICE";
   return call;
 }
 
@@ -57,7 +58,7 @@ std::string cublas_version() {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
 }
 
-template reduce_call cublas_dot<float>(const float*, const float*, std::int64_t, float*, cudaStream_t);
-template reduce_call cublas_dot<double>(const double*, const double*, std::int64_t, double*, cudaStream_t);
+template reduce_peer cublas_dot<float>(const float*, const float*, std::int64_t, float*, cudaStream_t);
+template reduce_peer cublas_dot<double>(const double*, const double*, std::int64_t, double*, cudaStream_t);
 
 }  // namespace tally::bench

@@ -1,13 +1,13 @@
 // The bandwidth ceiling: a kernel that only reads. Every thread streams
 // 16-byte loads, four in flight per loop trip, and folds them with XOR; the
 // only write is conditional on an improbable value, which keeps the loads
-// alive without adding traffic. The best of a few grid sizes is the number
-// every reduction's GB/s is compared with.
+// alive without adding traffic. The best of a few grid sizes, each no larger
+// than the input needs, is the number every reduction's time is compared with.
 #include <algorithm>
 
-#include "timing.cuh"
 #include "peers/reduce_peer_util.cuh"
 #include "peers/reduce_peers.hpp"
+#include "timing.cuh"
 
 namespace tally::bench {
 
@@ -15,9 +15,7 @@ namespace {
 
 constexpr unsigned kImprobable = 0x9E3779B9u;
 
-__device__ __forceinline__ unsigned fold(int4 v) {
-  return static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
-}
+__device__ __forceinline__ unsigned fold(int4 v) { return static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w); }
 
 __global__ void read_probe_kernel(const int4* __restrict__ data, std::int64_t count, unsigned* sink) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
@@ -31,43 +29,59 @@ __global__ void read_probe_kernel(const int4* __restrict__ data, std::int64_t co
   if (acc == kImprobable) *sink = acc;
 }
 
-}  // namespace
-
-reduce_call read_probe(const void* data, std::size_t bytes, int blocks, unsigned* sink, cudaStream_t stream) {
-  const auto* vectors = static_cast<const int4*>(data);
-  const auto count = static_cast<std::int64_t>(bytes / sizeof(int4));
-  reduce_call call;
-  call.run = [=] {
-    read_probe_kernel<<<blocks, kProbeThreads, 0, stream>>>(vectors, count, sink);
-    TALLY_CUDA_LAUNCHED("read_probe_kernel");
-  };
-  call.result = [=] {
-    TALLY_CUDA(cudaStreamSynchronize(stream));
-    return 0.0;
-  };
-  call.note = "16-byte loads, reads only";
-  return call;
-}
-
-int probe_grid_count() { return 4; }
-
-int probe_grid(int i, int sm_count) { return (4 << i) * sm_count; }
-
-probe_result best_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream, int trials,
-                             double trial_ms) {
+int sm_count_of_current_device() {
   int device = 0, sm_count = 0;
   TALLY_CUDA(cudaGetDevice(&device));
   TALLY_CUDA(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  // A quick sweep picks the grid; the winner is then timed in full.
+  return sm_count;
+}
+
+}  // namespace
+
+peer read_probe(const void* data, std::size_t bytes, int blocks, unsigned* sink, cudaStream_t stream) {
+  const auto* vectors = static_cast<const int4*>(data);
+  const auto count = static_cast<std::int64_t>(bytes / sizeof(int4));
+  peer p;
+  p.name = "probe";
+  p.note = "16-byte loads, reads only, " + std::to_string(blocks) + " blocks";
+  p.run = [=] {
+    read_probe_kernel<<<blocks, kProbeThreads, 0, stream>>>(vectors, count, sink);
+    detail::check_launch("read_probe_kernel");
+  };
+  p.verify = [=] {
+    TALLY_CUDA(cudaStreamSynchronize(stream));
+    return check::none("a read probe has no result");
+  };
+  return p;
+}
+
+std::vector<int> probe_grids(std::size_t bytes, int sm_count) {
+  const std::int64_t vectors = static_cast<std::int64_t>(bytes / sizeof(int4));
+  const std::int64_t cap = std::max<std::int64_t>(1, (vectors + kProbeThreads - 1) / kProbeThreads);
+  std::vector<int> grids;
+  for (int per_sm : {4, 8, 16, 32}) grids.push_back(static_cast<int>(std::min<std::int64_t>(cap, per_sm * sm_count)));
+  std::sort(grids.begin(), grids.end());
+  grids.erase(std::unique(grids.begin(), grids.end()), grids.end());
+  return grids;
+}
+
+int best_probe_grid(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream, double trial_ms) {
   int best_blocks = 0;
   double best_us = 0;
-  for (int g = 0; g < probe_grid_count(); ++g) {
-    const int blocks = probe_grid(g, sm_count);
-    const timing t = time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, 3, trial_ms / 4);
+  for (const int blocks : probe_grids(bytes, sm_count_of_current_device())) {
+    const timing t =
+        time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{3, trial_ms, 2});
     if (best_blocks == 0 || t.median_us < best_us) best_blocks = blocks, best_us = t.median_us;
   }
-  const timing t = time_calls(stream, read_probe(data, bytes, best_blocks, sink, stream).run, trials, trial_ms);
-  return {best_blocks, t.median_us, t.min_us, t.max_us, t.trials, t.calls_per_trial, bytes / (t.median_us * 1e3)};
+  return best_blocks;
+}
+
+probe_result measure_read_probe(const void* data, std::size_t bytes, unsigned* sink, cudaStream_t stream, int trials,
+                                double trial_ms) {
+  const int blocks = best_probe_grid(data, bytes, sink, stream, trial_ms / 4);
+  const timing t =
+      time_calls(stream, read_probe(data, bytes, blocks, sink, stream).run, trial_settings{trials, trial_ms, 3});
+  return {blocks, t.median_us, bytes / (t.median_us * 1e3)};
 }
 
 }  // namespace tally::bench

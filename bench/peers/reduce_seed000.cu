@@ -30,24 +30,25 @@ __global__ void seed000_warp_atomic_sum(const T* in, T* out, int N) {
 }  // namespace
 
 template <class T>
-reduce_call seed000_sum(const T* x, std::int64_t n, T* out, int blocks, cudaStream_t stream) {
+reduce_peer seed000_sum(const T* x, std::int64_t n, T* out, int blocks, cudaStream_t stream) {
   // The seed's int index must not overflow on its last grid stride.
   if (n + static_cast<std::int64_t>(blocks) * kSeed000Threads > INT_MAX)
     throw tally::error("seed000_sum: n = " + std::to_string(n) + " overflows the seed's int indices");
   const int count = static_cast<int>(n);
-  reduce_call call;
-  call.run = [=] {
+  reduce_peer call;
+  call.p.name = "seed000";
+  call.p.run = [=] {
     TALLY_CUDA(cudaMemsetAsync(out, 0, sizeof(T), stream));
     seed000_warp_atomic_sum<T><<<blocks, kSeed000Threads, 0, stream>>>(x, out, count);
-    TALLY_CUDA_LAUNCHED("seed000_warp_atomic_sum");
+    detail::check_launch("seed000_warp_atomic_sum");
   };
-  call.result = [=] { return detail::read_device_value(out, stream); };
-  call.note = "includes the cudaMemsetAsync that zeroes the output";
+  detail::device_result(call, out, stream);
+  call.p.note = "includes the cudaMemsetAsync that zeroes the output";
   return call;
 }
 
-template reduce_call seed000_sum<float>(const float*, std::int64_t, float*, int, cudaStream_t);
-template reduce_call seed000_sum<double>(const double*, std::int64_t, double*, int, cudaStream_t);
-template reduce_call seed000_sum<int>(const int*, std::int64_t, int*, int, cudaStream_t);
+template reduce_peer seed000_sum<float>(const float*, std::int64_t, float*, int, cudaStream_t);
+template reduce_peer seed000_sum<double>(const double*, std::int64_t, double*, int, cudaStream_t);
+template reduce_peer seed000_sum<int>(const int*, std::int64_t, int*, int, cudaStream_t);
 
 }  // namespace tally::bench

@@ -1,432 +1,541 @@
-// `tally bench histogram`: seed 003's study on this GPU. 10^7 uniform doubles
-// in [0, 1) into 1, 10, ..., 10^7 bins, counts in int32 and double: plain
+// `tally bench histogram`: seed 003's study on this GPU. 10^7 doubles in
+// [0, 1) into 1, 10, ..., 10^7 bins, counts in int32 and double: plain
 // atomicAdd, the paper's shuffle aggregation as published, tally's automatic
-// choice and each forced strategy, CUB's HistogramEven, the CPU on one thread
-// and with OpenMP. Then the paper's general case (a weighted scatter-add of
-// doubles, tally's deterministic mode beside it) and skewed (Zipf-like)
-// samples. Table on stdout, progress on stderr, JSON rows with --json FILE;
-// the last lines of stdout summarise each bin count against the performance
-// bar (auto vs plain atomics and CUB; deterministic vs the best
-// non-deterministic scatter-add). A row that cannot run (a strategy whose bins
-// do not fit, CUB above --cub-max-bins) is kept as a "not run" row; a CUDA
-// failure ends the sweep but the table and JSON are still written.
+// choice and each forced strategy, CUB's HistogramEven, the CPU on one
+// thread and with OpenMP. Then the paper's general case (a weighted
+// scatter-add of doubles, tally's deterministic modes beside it) and skewed
+// (Zipf-like) samples. Every row goes through bench::measure (check → time →
+// check) against exact references (histogram_inputs.hpp).
+//
+// CUB at large bin counts runs in a child process (this executable with
+// --cub-child): CUB 3.0.1 was seen to fault with an illegal address at 10^7
+// bins, which would end this process's CUDA context; in a child the outcome
+// is measured and reported, whatever it is.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <functional>
 #include <iostream>
-#include <map>
+#include <limits>
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
 
+#include "bench_cli.hpp"
 #include "commands.hpp"
+#include "compare.hpp"
+#include "device_memory.cuh"
+#include "gpu_harness.cuh"
+#include "histogram_inputs.hpp"
+#include "output.hpp"
 #include "peers/hist_peers.hpp"
-#include "tally/cpu/histogram.hpp"
-#include "tally/cuda/check.cuh"
-#include "tally/cuda/histogram.cuh"
-#include "tally/histogram.hpp"
-#include "timing.cuh"
+#include "run_info.hpp"
+#include "tally/tally.hpp"
 
 namespace tally::cli {
 namespace {
 
-struct hist_row {
-  std::string impl, kind, count_type, strategy, note;
-  std::int64_t bins = 0;
-  double median_us = 0;
-};
+using bench::json;
+using bench::row;
+using hist_how = bench::peers::hist_atomics;
 
 struct hist_settings {
+  bench_options common;
   std::int64_t n = 10'000'000;
   std::int64_t max_bins = 10'000'000;
-  /// CUB 3.0.1's HistogramEven faults (illegal address, which poisons the
-  /// context) at 10^7 bins on the H100: not called above this by default.
-  std::int64_t cub_max_bins = 1'000'000;
-  std::string json_path;
-  bool cpu = true;
+  /// From this bin count on, CUB runs in a child process (see the file comment).
+  std::int64_t cub_isolate_from = 10'000'000;
+  bool cpu_rows = true;
+  std::uint64_t seed = 0;  ///< 0: drawn at random
+  // The child's task (hidden options): run CUB alone on these inputs.
+  std::int64_t child_bins = 0;
+  std::string child_kind;
 };
-
-/// Trials and trial length of every GPU row: short, so the whole sweep stays
-/// within about a minute (~230 rows).
-constexpr int kTrials = 5;
-constexpr double kTrialMs = 4.0;
-
-template <class Call>
-double median_us(Call&& call) {
-  return bench::time_calls(nullptr, call, kTrials, kTrialMs).median_us;
-}
-
-const char* kUsage =
-    "usage: tally bench histogram [--json FILE] [--n 10000000] [--max-bins 10000000] [--cub-max-bins 1000000]\n"
-    "                             [--no-cpu]\n"
-    "  Histograms of n uniform doubles in [0,1) into 1, 10, ... max-bins bins (int32 and double counts),\n"
-    "  a weighted scatter-add of doubles, and Zipf-skewed samples: plain atomics, the paper's warp\n"
-    "  aggregation, tally (automatic and every strategy), CUB, and the CPU. CUB is not called above\n"
-    "  --cub-max-bins (its HistogramEven faults at 10^7 bins on an H100, which ends the process).\n";
-
-bool parse(int argc, char** argv, hist_settings& s) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--json" && has_value) s.json_path = argv[++i];
-    else if (arg == "--n" && has_value) s.n = std::stoll(argv[++i]);
-    else if (arg == "--max-bins" && has_value) s.max_bins = std::stoll(argv[++i]);
-    else if (arg == "--cub-max-bins" && has_value) s.cub_max_bins = std::stoll(argv[++i]);
-    else if (arg == "--no-cpu") s.cpu = false;
-    else {
-      std::cerr << kUsage;
-      return false;
-    }
-  }
-  return s.n > 0 && s.max_bins > 0;
-}
-
-/// Median wall time of `runs` calls of f (CPU rows), in µs.
-double time_host(const std::function<void()>& f, int runs = 3) {
-  f();
-  std::vector<double> t;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-/// Samples of a Zipf-like law over the bins (P(k) ≈ ∝ 1/(k+1)^1.1, drawn by
-/// inverting the continuous law's CDF: O(1) per sample, so 10^7 bins cost
-/// no more than 1), mapped to their bins' centres in [0, 1).
-std::vector<double> zipf_samples(std::int64_t n, std::int64_t bins, std::mt19937_64& rng) {
-  // CDF of density ∝ x^-1.1 on [1, bins + 1): F(x) = (1 - x^-0.1) / (1 - (bins+1)^-0.1).
-  const double top = 1.0 - std::pow(static_cast<double>(bins) + 1.0, -0.1);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<double> x(static_cast<std::size_t>(n));
-  for (auto& v : x) {
-    const double at = std::pow(1.0 - u(rng) * top, -10.0);  // in [1, bins + 1)
-    const auto k = std::clamp<std::int64_t>(static_cast<std::int64_t>(at) - 1, 0, bins - 1);
-    v = (static_cast<double>(k) + 0.5) / static_cast<double>(bins);
-  }
-  return x;
-}
-
-bool is_deterministic(const hist_row& r) { return r.impl.rfind("tally:deterministic", 0) == 0; }
-
-void print_table(const std::vector<hist_row>& rows) {
-  // Ratios against the plain-atomics and CUB rows of the same kind, bins and count type.
-  std::map<std::string, double> plain, cub;
-  const auto key = [](const hist_row& r) { return r.kind + "/" + r.count_type + "/" + std::to_string(r.bins); };
-  for (const auto& r : rows) {
-    if (r.impl == "plain_atomics" && r.median_us > 0) plain[key(r)] = r.median_us;
-    if (r.impl == "cub" && r.median_us > 0) cub[key(r)] = r.median_us;
-  }
-  std::printf("%-26s %-14s %10s %5s %12s %9s %9s  %s\n", "impl", "kind", "bins", "count", "median_us", "vs_plain",
-              "vs_cub", "strategy / note");
-  for (const auto& r : rows) {
-    const auto p = plain.find(key(r));
-    const auto c = cub.find(key(r));
-    char vs_plain[32] = "-", vs_cub[32] = "-";
-    if (p != plain.end() && r.median_us > 0) std::snprintf(vs_plain, sizeof vs_plain, "%.3f", r.median_us / p->second);
-    if (c != cub.end() && r.median_us > 0) std::snprintf(vs_cub, sizeof vs_cub, "%.3f", r.median_us / c->second);
-    std::printf("%-26s %-14s %10lld %5s %12.2f %9s %9s  %s%s%s\n", r.impl.c_str(), r.kind.c_str(),
-                static_cast<long long>(r.bins), r.count_type.c_str(), r.median_us, vs_plain, vs_cub,
-                r.strategy.c_str(), r.note.empty() ? "" : " ", r.note.c_str());
-  }
-}
-
-/// The row of `impl` for (kind, type, bins), or null.
-const hist_row* find_row(const std::vector<hist_row>& rows, const std::string& impl, const std::string& kind,
-                         const std::string& type, std::int64_t bins) {
-  for (const auto& r : rows)
-    if (r.impl == impl && r.kind == kind && r.count_type == type && r.bins == bins) return &r;
-  return nullptr;
-}
-
-/// The fastest non-deterministic row (peers included) for (kind, type, bins), or null.
-const hist_row* best_non_deterministic(const std::vector<hist_row>& rows, const std::string& kind,
-                                       const std::string& type, std::int64_t bins) {
-  const hist_row* best = nullptr;
-  for (const auto& r : rows)
-    if (r.kind == kind && r.count_type == type && r.bins == bins && r.median_us > 0 && !is_deterministic(r) &&
-        (!best || r.median_us < best->median_us))
-      best = &r;
-  return best;
-}
-
-/// The compact lines the performance bar is read from: one per bin count and
-/// kind, printed last. "-" where a row did not run.
-void print_summary(const std::vector<hist_row>& rows, const std::vector<std::int64_t>& bin_counts) {
-  const auto us = [](const hist_row* r) {
-    char text[32] = "-";
-    if (r && r->median_us > 0) std::snprintf(text, sizeof text, "%.1f", r->median_us);
-    return std::string(text);
-  };
-  const auto ratio = [](const hist_row* a, const hist_row* b) {
-    char text[32] = "-";
-    if (a && b && a->median_us > 0 && b->median_us > 0) std::snprintf(text, sizeof text, "%.3f", a->median_us / b->median_us);
-    return std::string(text);
-  };
-  std::printf("\nsummary (us; ratios are time / time: auto/plain <= 1.03, auto/cub <= 1; plain/auto = speed-up;\n"
-              "det/best = deterministic over the fastest non-deterministic row, <= 1.5)\n");
-  for (const char* kind : {"histogram", "histogram_zipf"}) {
-    for (auto bins : bin_counts) {
-      const hist_row* a = find_row(rows, "tally", kind, "i32", bins);
-      if (!a) continue;
-      const hist_row* p = find_row(rows, "plain_atomics", kind, "i32", bins);
-      const hist_row* c = find_row(rows, "cub", kind, "i32", bins);
-      std::printf("%-14s i32 bins=%-9lld auto %9s %-19s plain %9s  cub %9s  auto/plain %6s  auto/cub %6s\n", kind,
-                  static_cast<long long>(bins), us(a).c_str(), a->strategy.empty() ? "-" : a->strategy.c_str(),
-                  us(p).c_str(), us(c).c_str(), ratio(a, p).c_str(), ratio(a, c).c_str());
-    }
-  }
-  for (auto bins : bin_counts) {
-    const hist_row* a = find_row(rows, "tally", "scatter_add", "f64", bins);
-    if (!a) continue;
-    const hist_row* p = find_row(rows, "plain_atomics", "scatter_add", "f64", bins);
-    const hist_row* d = find_row(rows, "tally:deterministic", "scatter_add", "f64", bins);
-    const hist_row* g = find_row(rows, "tally:deterministic_2^30", "scatter_add", "f64", bins);
-    const hist_row* best = best_non_deterministic(rows, "scatter_add", "f64", bins);
-    std::printf("scatter_add    f64 bins=%-9lld auto %9s %-19s plain %9s  plain/auto %7s  det %9s det/best %6s  "
-                "det_2^30 %9s det/best %6s\n",
-                static_cast<long long>(bins), us(a).c_str(), a->strategy.empty() ? "-" : a->strategy.c_str(),
-                us(p).c_str(), ratio(p, a).c_str(), us(d).c_str(), ratio(d, best).c_str(), us(g).c_str(),
-                ratio(g, best).c_str());
-  }
-}
-
-void write_json(const std::string& path, const std::vector<hist_row>& rows, const std::string& device, std::int64_t n) {
-  std::ofstream out(path);
-  out << "{\n  \"command\": \"tally bench histogram\",\n  \"device\": \"" << device << "\",\n  \"n\": " << n
-      << ",\n  \"rows\": [\n";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    out << "    {\"impl\": \"" << r.impl << "\", \"kind\": \"" << r.kind << "\", \"bins\": " << r.bins
-        << ", \"count_type\": \"" << r.count_type << "\", \"median_us\": " << r.median_us << ", \"strategy\": \""
-        << r.strategy << "\", \"note\": \"" << r.note << "\"}" << (i + 1 < rows.size() ? "," : "") << "\n";
-  }
-  out << "  ]\n}\n";
-}
 
 constexpr histogram_strategy kForced[] = {histogram_strategy::shared_memory, histogram_strategy::cluster_memory,
-                                          histogram_strategy::aggregated_atomics,
-                                          histogram_strategy::plain_atomics};
+                                          histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics};
 
-/// Times tally on the GPU under `opts`; the row's strategy is what it ran.
-/// A strategy that cannot run this problem (invalid_argument: its bins do
-/// not fit) gives a "not run" row instead of ending the sweep.
-template <class Call>
-hist_row time_tally(const std::string& impl, Call&& call, histogram_options opts) {
-  hist_row row;
-  row.impl = impl;
-  histogram_strategy chosen = histogram_strategy::automatic;
-  opts.chosen = &chosen;
-  try {
-    row.median_us = median_us([&] { call(opts); });
-    row.strategy = to_string(chosen);
-  } catch (const tally::invalid_argument& e) {
-    // Nothing was queued (the plan is refused before any launch); clear any sticky-free error state.
-    (void)cudaGetLastError();
-    std::string why = e.what();
-    const auto at = why.find("options.strategy");
-    row.note = "not run: " + (at == std::string::npos ? why : why.substr(at));
-  }
-  return row;
+/// Reads `bins` counts back and compares them with the reference.
+template <class C>
+bench::check compare_device(const C* device, const std::vector<C>& expected, cudaStream_t stream) {
+  return bench::compare_arrays(bench::read_back(device, static_cast<std::int64_t>(expected.size()), stream), expected);
 }
 
-template <class T>
-struct device_array {
-  T* p = nullptr;
-  explicit device_array(std::size_t n) { TALLY_CUDA(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(T))); }
-  ~device_array() { cudaFree(p); }
-  device_array(const device_array&) = delete;
-  device_array& operator=(const device_array&) = delete;
-};
-
-/// A function that appends a row to `rows` as one (kind, count type, bins) cell.
-auto row_adder(std::vector<hist_row>& rows, std::string kind, std::string type, std::int64_t bins) {
-  return [&rows, kind = std::move(kind), type = std::move(type), bins](hist_row r) {
-    r.kind = kind;
-    r.count_type = type;
-    r.bins = bins;
-    rows.push_back(std::move(r));
-  };
+/// A peer writing `bins` elements of C at `out`: reset poisons them, verify
+/// compares them with `expected` (shared, so peers do not copy it).
+template <class C, class Run>
+bench::peer output_peer(const std::string& name, C* out, std::shared_ptr<const std::vector<C>> expected,
+                        cudaStream_t stream, Run run) {
+  bench::peer p;
+  p.name = name;
+  p.reset = [=] { bench::poison(out, expected->size() * sizeof(C), stream); };
+  p.run = std::move(run);
+  p.verify = [=] { return compare_device(out, *expected, stream); };
+  return p;
 }
 
-/// Times the two atomics peers: plain atomicAdd and the paper's shuffle
-/// aggregation. run(how) queues one call of the peer `how`.
-template <class Add, class Run>
-void add_atomics_peers(const Add& add, const Run& run) {
-  using peers = bench::peers::hist_atomics;
-  for (auto how : {peers::plain, peers::paper_shuffle}) {
-    hist_row r;
-    r.impl = how == peers::plain ? "plain_atomics" : "paper_shuffle";
-    r.median_us = median_us([&] { run(how); });
-    add(r);
-  }
-}
-
-template <class Count>
-void bench_histogram_gpu(std::vector<hist_row>& rows, const char* kind, const char* type, const double* x,
-                         std::int64_t n, std::int64_t bins, Count* counts, std::int64_t cub_max_bins) {
-  const auto add = row_adder(rows, kind, type, bins);
-  add_atomics_peers(add, [&](auto how) { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, counts, nullptr); });
-  const auto tally_call = [&](const histogram_options& o) { histogram_even(gpu, x, n, bins, 0.0, 1.0, counts, o); };
-  add(time_tally("tally", tally_call, {}));
-  for (auto s : kForced) {
-    histogram_options o;
-    o.strategy = s;
-    add(time_tally(std::string("tally:") + to_string(s), tally_call, o));
-  }
-  if constexpr (std::is_same_v<Count, int>) {
-    hist_row r;
-    r.impl = "cub";
-    if (bins > cub_max_bins) {
-      // An illegal address poisons the CUDA context: it cannot be caught, only avoided.
-      r.note = bins >= 10'000'000
-                   ? "not run: CUB HistogramEven faults (illegal address) at 10^7 bins on this GPU"
-                   : "not run: above --cub-max-bins " + std::to_string(cub_max_bins);
+class histogram_bench {
+ public:
+  histogram_bench(const hist_settings& s, bool gpu) : s_(s), gpu_(gpu) {
+    if (s_.seed == 0) {
+      std::random_device entropy;
+      seed_ = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
     } else {
-      std::string error = bench::peers::cub_hist_even(x, n, bins, 0.0, 1.0, counts, nullptr);
-      if (error.empty()) {
-        TALLY_CUDA(cudaStreamSynchronize(nullptr));
-        r.median_us = median_us([&] { (void)bench::peers::cub_hist_even(x, n, bins, 0.0, 1.0, counts, nullptr); });
-      } else {
-        r.note = "failed: " + error;
+      seed_ = s_.seed;
+    }
+    for (std::int64_t b = 1; b <= s_.max_bins; b *= 10) bin_counts_.push_back(b);
+  }
+
+  void run() {
+    describe_run();
+    if (gpu_)
+      run_gpu();
+    else
+      run_cpu_only();
+    bench::add_ratio_to(report_, "plain_atomics");
+    bench::add_ratio_to(report_, "cub");
+    note_deterministic_cost();
+    // The summary goes after the table (gpu-check shows the last lines), so
+    // the exit code is raised only after both.
+    const int code = bench::finish(report_, s_.common.json_path, std::cout);
+    print_summary();
+    if (code != 0) {
+      std::cerr << "tally bench histogram: " << report_.mismatches << " mismatches, " << report_.failures
+                << " failures\n";
+      throw CLI::RuntimeError(code);
+    }
+  }
+
+  /// The child's job: CUB alone on (kind, bins); prints its one row as JSON.
+  int run_cub_child() {
+    report_.command = "tally bench histogram (CUB child)";
+    stream_.emplace();
+    auto h = bench::gpu_harness(report_, stream_->get(), s_.common.trials);
+    h.progress = false;
+    const sample_law law = s_.child_kind == "histogram_zipf" ? sample_law::zipf : sample_law::uniform;
+    const samples smp = make_samples(law, s_.child_bins, s_.n, seed_);
+    bench::device_buffer<double> x(s_.n);
+    bench::device_buffer<int> counts(s_.child_bins);
+    TALLY_CUDA(cudaMemcpy(x.data(), smp.x.data(), smp.x.size() * sizeof(double), cudaMemcpyHostToDevice));
+    auto expected = std::make_shared<const std::vector<int>>(reference_counts(smp, s_.child_bins));
+    bench::measure(h, cub_peer(x.data(), s_.child_bins, counts.data(), expected),
+                   proto(s_.child_kind, "i32", s_.child_bins));
+    std::cout << kChildMarker << bench::to_json(report_)["rows"][0].dump() << "\n";
+    return report_.exit_code();
+  }
+
+ private:
+  static constexpr const char* kChildMarker = "CUB-CHILD-ROW ";
+
+  void describe_run() {
+    report_.command = "tally bench histogram";
+    report_.backend = gpu_ ? "gpu" : "cpu";
+    report_.metadata = gpu_ ? bench::gpu_run_metadata() : bench::host_run_metadata();
+    report_.settings = {{"trials", s_.common.trials.trials}, {"trial_ms", s_.common.trials.trial_ms},
+                        {"warmup", s_.common.trials.warmup}, {"n", s_.n},
+                        {"max_bins", s_.max_bins},           {"cub_isolate_from", s_.cub_isolate_from},
+                        {"cpu_rows", s_.cpu_rows},           {"seed", seed_}};
+    report_.check_mode =
+        "exact: samples drawn by bin, at least 1 % of a bin width from every edge, counts compared with the bins "
+        "drawn; weights multiples of 2^-20 whose sums are exact in any order, sums compared bit for bit";
+    if (!gpu_) {
+      report_.header = {"CPU backend: histograms of " + std::to_string(s_.n) +
+                            " uniform doubles with tally::cpu on one thread (cpu_sequential) and on every OpenMP "
+                            "thread (cpu_openmp), and its weighted scatter-add (plain and deterministic).",
+                        "us = median µs per call; /best_nondet = deterministic time / the fastest non-deterministic "
+                        "row of the same bins."};
+      return;
+    }
+    report_.header = {
+        "Histograms of " + std::to_string(s_.n) +
+            " doubles in [0,1) (uniform, and Zipf-like 'histogram_zipf'), "
+            "and a weighted scatter-add out[index[i]] += w[i] (64-bit indices). Launches: tally uses programmatic "
+            "dependent launch; the peers launch plainly. Every timed call includes clearing its output (tally's "
+            "histograms clear it themselves; the peers and tally's scatter-add run a cudaMemsetAsync first).",
+        "us = median µs per call; /plain_atomics and /cub = row time / that peer's time (< 1: faster). CUB from " +
+            std::to_string(s_.cub_isolate_from) +
+            " bins runs in a child process, so a fault there is measured without ending this run.",
+    };
+  }
+
+  row proto(const std::string& kind, const std::string& type, std::int64_t bins) const {
+    row r;
+    r.benchmark = "histogram";
+    r.params = {{"kind", kind}, {"count", type}, {"bins", bins}};
+    return r;
+  }
+
+  // ---- GPU ------------------------------------------------------------------
+
+  void run_gpu() {
+    stream_.emplace();
+    h_ = bench::gpu_harness(report_, stream_->get(), s_.common.trials);
+    host_h_ = bench::host_harness(report_, bench::trial_settings{3, s_.common.trials.trial_ms, 1});
+    x_.emplace(s_.n);
+    weights_.emplace(s_.n);
+    index_.emplace(s_.n);  // 64-bit: 16 bytes read per element, 160 MB
+    out_f64_.emplace(s_.max_bins);
+    out_i32_.emplace(s_.max_bins);
+    const std::vector<double> w = make_weights(s_.n, seed_);
+    TALLY_CUDA(cudaMemcpy(weights_->data(), w.data(), w.size() * sizeof(double), cudaMemcpyHostToDevice));
+    bench::warm_up_clocks();
+    try {
+      for (const std::int64_t bins : bin_counts_) {
+        std::cerr << "histogram bins=" << bins << "\n";
+        const samples uniform = make_samples(sample_law::uniform, bins, s_.n, seed_);
+        upload(uniform);
+        const auto counts = std::make_shared<const std::vector<int>>(reference_counts(uniform, bins));
+        histogram_rows<int>("histogram", "i32", bins, out_i32_->data(), counts);
+        const auto counts_f64 = std::make_shared<const std::vector<double>>(counts->begin(), counts->end());
+        histogram_rows<double>("histogram", "f64", bins, out_f64_->data(), counts_f64);
+        if (s_.cpu_rows) cpu_rows(uniform, bins, counts);
+        scatter_rows(uniform, w, bins);
+
+        const samples zipf = make_samples(sample_law::zipf, bins, s_.n, seed_);
+        upload(zipf);
+        histogram_rows<int>("histogram_zipf", "i32", bins, out_i32_->data(),
+                            std::make_shared<const std::vector<int>>(reference_counts(zipf, bins)));
+      }
+    } catch (const bench::device_lost& e) {
+      report_.notes.push_back(e.what());
+      ++report_.failures;
+    }
+  }
+
+  void upload(const samples& s) {
+    TALLY_CUDA(cudaMemcpy(x_->data(), s.x.data(), s.x.size() * sizeof(double), cudaMemcpyHostToDevice));
+  }
+
+  template <class C>
+  void histogram_rows(const std::string& kind, const std::string& type, std::int64_t bins, C* out,
+                      std::shared_ptr<const std::vector<C>> expected) {
+    const cudaStream_t stream = stream_->get();
+    const double* x = x_->data();
+    const std::int64_t n = s_.n;
+    const row base = proto(kind, type, bins);
+    for (const hist_how how : {hist_how::plain, hist_how::paper_shuffle})
+      bench::measure(h_,
+                     output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
+                                 [=] { bench::peers::hist_even_atomics(how, x, n, bins, 0.0, 1.0, out, stream); }),
+                     base);
+    const auto call = [=](const histogram_options& o) { histogram_even(gpu.on(stream), x, n, bins, 0.0, 1.0, out, o); };
+    tally_row("tally", base, out, expected, call, histogram_options{});
+    for (const auto strategy : kForced) {
+      histogram_options o;
+      o.strategy = strategy;
+      tally_row(std::string("tally:") + to_string(strategy), base, out, expected, call, o);
+    }
+    if constexpr (std::is_same_v<C, int>) {
+      if (bins >= s_.cub_isolate_from)
+        cub_in_child(base, kind, bins);
+      else
+        bench::measure(h_, cub_peer(x, bins, out, expected), base);
+    }
+  }
+
+  bench::peer cub_peer(const double* x, std::int64_t bins, int* out, std::shared_ptr<const std::vector<int>> expected) {
+    const cudaStream_t stream = stream_->get();
+    const std::int64_t n = s_.n;
+    return output_peer("cub", out, expected, stream, [=] {
+      const std::string error = bench::peers::cub_hist_even(x, n, bins, 0.0, 1.0, out, stream);
+      if (!error.empty()) throw tally::error("cub::DeviceHistogram::HistogramEven: " + error);
+    });
+  }
+
+  /// One tally row under `opts` (the row records the strategy it ran). A
+  /// forced strategy that cannot hold the bins is refused before anything
+  /// is queued (invalid_argument naming options.strategy): a "not run" row.
+  template <class C, class Call>
+  void tally_row(const std::string& name, const row& base, C* out, std::shared_ptr<const std::vector<C>> expected,
+                 const Call& call, histogram_options opts) {
+    auto chosen = std::make_shared<histogram_strategy>(histogram_strategy::automatic);
+    opts.chosen = chosen.get();
+    try {
+      call(opts);
+    } catch (const tally::invalid_argument& e) {
+      const std::string why = e.what();
+      const auto at = why.find("options.strategy");
+      if (at != std::string::npos) {
+        bench::add_not_run(report_, base, name, why.substr(at));
+        return;
+      }
+      // any other refusal is a failure, reported by measure() below
+    } catch (const std::exception&) {
+      // reported by measure() below
+    }
+    // opts.chosen points at *chosen, which outlives p (both end with this call).
+    bench::peer p = output_peer(name, out, expected, stream_->get(), [call, opts] { call(opts); });
+    row& r = bench::measure(h_, p, base);
+    if (r.time.measured()) {
+      r.extra["strategy"] = to_string(*chosen);
+      r.note = r.note.empty() ? to_string(*chosen) : std::string(to_string(*chosen)) + "; " + r.note;
+    }
+  }
+
+  void scatter_rows(const samples& s, const std::vector<double>& w, std::int64_t bins) {
+    std::cerr << "scatter_add bins=" << bins << "\n";
+    const cudaStream_t stream = stream_->get();
+    TALLY_CUDA(cudaMemcpy(index_->data(), s.bin.data(), s.bin.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+    const auto expected = std::make_shared<const std::vector<double>>(reference_scatter(s, w, bins));
+    const std::int64_t* index = index_->data();
+    const double* weights = weights_->data();
+    double* out = out_f64_->data();
+    const std::int64_t n = s_.n;
+    const row base = proto("scatter_add", "f64", bins);
+    for (const hist_how how : {hist_how::plain, hist_how::paper_shuffle})
+      bench::measure(h_,
+                     output_peer(how == hist_how::plain ? "plain_atomics" : "paper_shuffle", out, expected, stream,
+                                 [=] { bench::peers::scatter_add_atomics(how, index, weights, n, out, bins, stream); }),
+                     base);
+    // tally's scatter_reduce accumulates: clear first, as the peers do.
+    const auto call = [=](const histogram_options& o) {
+      TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(bins) * sizeof(double), stream));
+      histogram_options unchecked = o;
+      unchecked.checks = check_mode::unchecked;  // no flag read-back: the mode meant for speed
+      scatter_reduce(gpu.on(stream), index, weights, n, out, bins, plus{}, unchecked);
+    };
+    tally_row("tally", base, out, expected, call, histogram_options{});
+    histogram_options det;
+    det.deterministic = true;
+    tally_row("tally:deterministic", base, out, expected, call, det);
+    det.fixed_point_bits = 30;  // |w| < 1.5: 2^30·1.5·10^7 < 2^62
+    tally_row("tally:deterministic_2^30", base, out, expected, call, det);
+    for (const auto strategy : kForced) {
+      histogram_options o;
+      o.strategy = strategy;
+      tally_row(std::string("tally:") + to_string(strategy), base, out, expected, call, o);
+    }
+  }
+
+  /// CUB in a child process; its row comes back as JSON on its stdout.
+  void cub_in_child(const row& base, const std::string& kind, std::int64_t bins) {
+    char exe[4096];
+    const ssize_t length = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (length <= 0) {
+      bench::add_failure(h_, base, "cub", "cannot find this executable to start the CUB child");
+      return;
+    }
+    exe[length] = '\0';
+    const std::string command = "'" + std::string(exe) + "' bench histogram --cub-child " + std::to_string(bins) +
+                                " --cub-child-kind " + kind + " --n " + std::to_string(s_.n) + " --seed " +
+                                std::to_string(seed_) + " --trials " + std::to_string(s_.common.trials.trials) +
+                                " --trial-ms " + std::to_string(s_.common.trials.trial_ms) + " --gpu 2>&1";
+    std::cerr << "[histogram kind=" << kind << " bins=" << bins << "] cub (child process) ..." << std::flush;
+    FILE* pipe = popen(command.c_str(), "r");
+    if (!pipe) {
+      bench::add_failure(h_, base, "cub", "popen failed for the CUB child");
+      return;
+    }
+    std::string output, row_line;
+    char buffer[4096];
+    while (fgets(buffer, sizeof buffer, pipe)) {
+      const std::string line = buffer;
+      if (line.rfind(kChildMarker, 0) == 0)
+        row_line = line.substr(std::string(kChildMarker).size());
+      else
+        output += line;
+    }
+    const int status = pclose(pipe);
+    std::string outcome;
+    if (status == -1)
+      outcome = "pclose failed";
+    else if (WIFSIGNALED(status))
+      outcome = "killed by signal " + std::to_string(WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0)
+      outcome = "exit code " + std::to_string(WEXITSTATUS(status));
+    if (!row_line.empty()) {
+      const json j = json::parse(row_line, nullptr, false);
+      if (!j.is_discarded()) {
+        row r = base;
+        r.impl = "cub";
+        if (j["median_us"].is_number())
+          r.time = bench::timing{j["median_us"].get<double>(), j["min_us"].get<double>(), j["max_us"].get<double>(),
+                                 j["trials"].get<int>(), j["calls"].get<int>()};
+        r.before = {bench::check_status_from_string(j["check_before"]["status"].get<std::string>()),
+                    j["check_before"]["detail"].get<std::string>()};
+        r.after = {bench::check_status_from_string(j["check_after"]["status"].get<std::string>()),
+                   j["check_after"]["detail"].get<std::string>()};
+        r.note = "measured in a child process" +
+                 (j["note"].get<std::string>().empty() ? "" : "; " + j["note"].get<std::string>());
+        for (const auto* c : {&r.before, &r.after})
+          if (c->status == bench::check_status::failed) {
+            ++report_.mismatches;
+            report_.notes.push_back("MISMATCH cub " + bench::describe_params(base.params) + " (child): " + c->detail);
+          }
+        if (j["note"].get<std::string>().find("error:") != std::string::npos) {
+          // CUB returned an error in the child: the peer's own failure.
+          r.before.status = bench::check_status::peer_error;
+          ++report_.peer_errors;
+          report_.notes.push_back("cub " + bench::describe_params(base.params) +
+                                  " failed in its child: " + j["note"].get<std::string>());
+        }
+        std::cerr << (r.time.measured() ? " " + std::to_string(r.time.median_us) + " us\n" : " " + r.note + "\n");
+        report_.rows.push_back(std::move(r));
+        return;
       }
     }
-    add(r);
+    // No row: the child died (a fault ends a CUDA context) — CUB's outcome, measured here.
+    const std::string tail = output.size() > 400 ? output.substr(output.size() - 400) : output;
+    row r = base;
+    r.impl = "cub";
+    r.before = {bench::check_status::peer_error, "CUB's child process " + outcome + ": " + tail};
+    r.after = {bench::check_status::not_run, "the child ended before timing"};
+    r.note = "peer error (measured in a child process): " + outcome;
+    ++report_.peer_errors;
+    report_.notes.push_back("cub " + bench::describe_params(base.params) + ": child process " + outcome +
+                            "; its output ends: " + tail);
+    std::cerr << " child " << outcome << "\n";
+    report_.rows.push_back(std::move(r));
   }
-}
 
-void bench_cpu(std::vector<hist_row>& rows, const std::vector<double>& x, std::int64_t bins) {
-  std::vector<int> counts(static_cast<std::size_t>(bins));
-  for (int threads : {1, 0}) {
-    hist_row r;
-    r.impl = threads == 1 ? "cpu_sequential" : "cpu_openmp";
-    r.kind = "histogram";
-    r.count_type = "i32";
-    r.bins = bins;
-    r.median_us = time_host([&] {
-      histogram_even(cpu.with_threads(threads), x.data(), static_cast<std::int64_t>(x.size()), bins, 0.0, 1.0,
-                     counts.data());
-    });
-    rows.push_back(r);
+  // ---- CPU ------------------------------------------------------------------
+
+  void run_cpu_only() {
+    host_h_ = bench::host_harness(report_, bench::trial_settings{3, s_.common.trials.trial_ms, 1});
+    const std::vector<double> w = make_weights(s_.n, seed_);
+    for (const std::int64_t bins : bin_counts_) {
+      std::cerr << "cpu histogram bins=" << bins << "\n";
+      const samples uniform = make_samples(sample_law::uniform, bins, s_.n, seed_);
+      cpu_rows(uniform, bins, std::make_shared<const std::vector<int>>(reference_counts(uniform, bins)));
+      const auto expected = std::make_shared<const std::vector<double>>(reference_scatter(uniform, w, bins));
+      auto out = std::make_shared<std::vector<double>>(static_cast<std::size_t>(bins));
+      const row base = proto("scatter_add", "f64", bins);
+      for (const bool deterministic : {false, true}) {
+        histogram_options o;
+        o.deterministic = deterministic;
+        bench::peer p;
+        p.name = deterministic ? "cpu_openmp:deterministic" : "cpu_openmp";
+        p.reset = [out] { std::fill(out->begin(), out->end(), std::numeric_limits<double>::quiet_NaN()); };
+        p.run = [out, &uniform, &w, bins, o] {
+          std::fill(out->begin(), out->end(), 0.0);
+          scatter_reduce(cpu, uniform.bin.data(), w.data(), static_cast<std::int64_t>(w.size()), out->data(), bins,
+                         plus{}, o);
+        };
+        p.verify = [out, expected] { return bench::compare_arrays(*out, *expected); };
+        bench::measure(host_h_, p, base);
+      }
+    }
   }
-}
+
+  void cpu_rows(const samples& s, std::int64_t bins, std::shared_ptr<const std::vector<int>> expected) {
+    auto counts = std::make_shared<std::vector<int>>(static_cast<std::size_t>(bins));
+    for (const int threads : {1, 0}) {
+      bench::peer p;
+      p.name = threads == 1 ? "cpu_sequential" : "cpu_openmp";
+      p.reset = [counts] { std::fill(counts->begin(), counts->end(), -1); };
+      p.run = [counts, &s, bins, threads] {
+        histogram_even(cpu.with_threads(threads), s.x.data(), static_cast<std::int64_t>(s.x.size()), bins, 0.0, 1.0,
+                       counts->data());
+      };
+      p.verify = [counts, expected] { return bench::compare_arrays(*counts, *expected); };
+      bench::measure(host_h_, p, proto("histogram", "i32", bins));
+    }
+  }
+
+  // ---- reading the rows -------------------------------------------------------
+
+  /// Notes each deterministic scatter row's time over the fastest
+  /// non-deterministic row of the same bins (the bar: <= 1.5).
+  void note_deterministic_cost() {
+    for (auto& r : report_.rows) {
+      if (r.params.value("kind", "") != "scatter_add" || r.impl.find("deterministic") == std::string::npos ||
+          !r.time.measured())
+        continue;
+      const row* best = nullptr;
+      for (const auto& o : report_.rows)
+        if (o.params == r.params && o.time.measured() && o.impl.find("deterministic") == std::string::npos &&
+            (!best || o.time.median_us < best->time.median_us))
+          best = &o;
+      if (best) r.set_metric("/best_nondet", r.time.median_us / best->time.median_us);
+    }
+  }
+
+  /// The lines the performance bar is read from, last on stdout.
+  void print_summary() const {
+    const auto us = [&](const std::string& impl, const json& params) {
+      const row* r = report_.find(impl, params);
+      return r && r->time.measured() ? r->time.median_us : std::numeric_limits<double>::quiet_NaN();
+    };
+    std::printf("\nsummary (us; auto/plain <= 1.03 and auto/cub <= 1 are the bar; det/best <= 1.5)\n");
+    for (const char* kind : {"histogram", "histogram_zipf"})
+      for (const auto bins : bin_counts_) {
+        const json params = {{"kind", kind}, {"count", "i32"}, {"bins", bins}};
+        const row* a = report_.find("tally", params);
+        if (!a) continue;
+        const double t = us("tally", params), p = us("plain_atomics", params), c = us("cub", params);
+        std::printf("%-14s i32 bins=%-9lld auto %9.1f %-19s plain %9.1f  cub %9.1f  auto/plain %6.3f  auto/cub %6.3f\n",
+                    kind, static_cast<long long>(bins), t, a->extra.value("strategy", "-").c_str(), p, c, t / p, t / c);
+      }
+    for (const auto bins : bin_counts_) {
+      const json params = {{"kind", "scatter_add"}, {"count", "f64"}, {"bins", bins}};
+      const row* a = report_.find("tally", params);
+      const row* d = report_.find("tally:deterministic", params);
+      const row* g = report_.find("tally:deterministic_2^30", params);
+      if (!a) continue;
+      std::printf(
+          "scatter_add    f64 bins=%-9lld auto %9.1f %-19s plain/auto %6.2f  det/best %6.3f  det_2^30/best %6.3f\n",
+          static_cast<long long>(bins), us("tally", params), a->extra.value("strategy", "-").c_str(),
+          us("plain_atomics", params) / us("tally", params), d ? d->metric("/best_nondet") : NAN,
+          g ? g->metric("/best_nondet") : NAN);
+    }
+  }
+
+  const hist_settings& s_;
+  bool gpu_;
+  std::uint64_t seed_ = 0;
+  std::vector<std::int64_t> bin_counts_;
+  std::optional<bench::owned_stream> stream_;  // before the buffers: destroyed after them
+  bench::report report_;
+  bench::harness h_, host_h_;
+  std::optional<bench::device_buffer<double>> x_, weights_, out_f64_;
+  std::optional<bench::device_buffer<std::int64_t>> index_;
+  std::optional<bench::device_buffer<int>> out_i32_;
+};
 
 }  // namespace
 
-int run_bench_histogram(int argc, char** argv) {
-  hist_settings s;
-  if (!parse(argc, argv, s)) return 2;
-  std::mt19937_64 rng(20131001);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  std::vector<double> host_x(static_cast<std::size_t>(s.n));
-  for (auto& v : host_x) v = uniform(rng);
-  std::vector<std::int64_t> bin_counts;
-  for (std::int64_t b = 1; b <= s.max_bins; b *= 10) bin_counts.push_back(b);
-
-  int devices = 0;
-  const bool have_gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-  std::vector<hist_row> rows;
-  std::string device = "cpu";
-  if (!have_gpu) {
-    std::cerr << "tally bench histogram: no CUDA GPU here: CPU rows only\n";
-    for (auto bins : bin_counts) {
-      std::cerr << "  cpu histogram bins=" << bins << "\n";
-      bench_cpu(rows, host_x, bins);
-    }
-  } else {
-    cudaDeviceProp prop{};
-    TALLY_CUDA(cudaGetDeviceProperties(&prop, 0));
-    device = prop.name;
-    device_array<double> x(host_x.size()), weights(host_x.size()), out_f64(static_cast<std::size_t>(s.max_bins));
-    device_array<int> out_i32(static_cast<std::size_t>(s.max_bins));
-    device_array<std::int64_t> index(host_x.size());  // 64-bit: 16 bytes read per element, 160 MB
-    TALLY_CUDA(cudaMemcpy(x.p, host_x.data(), host_x.size() * sizeof(double), cudaMemcpyHostToDevice));
-    std::vector<double> host_w(host_x.size());
-    for (auto& w : host_w) w = uniform(rng) * 2 - 0.5;
-    TALLY_CUDA(cudaMemcpy(weights.p, host_w.data(), host_w.size() * sizeof(double), cudaMemcpyHostToDevice));
-    // A CUDA failure (a peer or kernel fault) ends the sweep, not the report:
-    // the rows so far are still printed and written. After an illegal
-    // address the context is unusable, so no further row is attempted.
-    try {
-      for (auto bins : bin_counts) {
-        std::cerr << "histogram bins=" << bins << "\n";
-        bench_histogram_gpu(rows, "histogram", "i32", x.p, s.n, bins, out_i32.p, s.cub_max_bins);
-        bench_histogram_gpu(rows, "histogram", "f64", x.p, s.n, bins, out_f64.p, s.cub_max_bins);
-        if (s.cpu) bench_cpu(rows, host_x, bins);
-
-        // The paper's general case: out[index[i]] += value[i].
-        std::cerr << "scatter_add bins=" << bins << "\n";
-        std::vector<std::int64_t> host_index(host_x.size());
-        for (std::size_t i = 0; i < host_x.size(); ++i)
-          host_index[i] = static_cast<std::int64_t>(std::min<double>(host_x[i] * static_cast<double>(bins), bins - 1));
-        TALLY_CUDA(cudaMemcpy(index.p, host_index.data(), host_index.size() * sizeof(std::int64_t),
-                              cudaMemcpyHostToDevice));
-        const auto add = row_adder(rows, "scatter_add", "f64", bins);
-        add_atomics_peers(add, [&](auto how) {
-          bench::peers::scatter_add_atomics(how, index.p, weights.p, s.n, out_f64.p, bins, nullptr);
-        });
-        // tally's scatter_reduce accumulates: clear first, as the peers do.
-        const auto scatter = [&](const histogram_options& o) {
-          TALLY_CUDA(cudaMemsetAsync(out_f64.p, 0, static_cast<std::size_t>(bins) * sizeof(double), nullptr));
-          histogram_options unchecked = o;
-          unchecked.checks = check_mode::unchecked;  // no flag read-back: the mode meant for speed
-          scatter_reduce(gpu, index.p, weights.p, s.n, out_f64.p, bins, plus{}, unchecked);
-        };
-        add(time_tally("tally", scatter, {}));
-        histogram_options det;
-        det.deterministic = true;
-        add(time_tally("tally:deterministic", scatter, det));
-        det.fixed_point_bits = 30;  // |w| < 1.5: 2^30·1.5·10^7 < 2^62
-        add(time_tally("tally:deterministic_2^30", scatter, det));
-        for (auto st : kForced) {
-          histogram_options o;
-          o.strategy = st;
-          add(time_tally(std::string("tally:") + to_string(st), scatter, o));
-        }
-        // The deterministic rows against the fastest non-deterministic one (bar: <= 1.5x).
-        if (const hist_row* best = best_non_deterministic(rows, "scatter_add", "f64", bins)) {
-          for (auto& r : rows) {
-            if (r.kind != "scatter_add" || r.bins != bins || !is_deterministic(r) || r.median_us <= 0) continue;
-            char text[96];
-            std::snprintf(text, sizeof text, "%.3fx the best non-deterministic (%s)", r.median_us / best->median_us,
-                          best->impl.c_str());
-            r.note = text;
-          }
-        }
-
-        // Skewed samples: a Zipf-like law over the bins.
-        std::cerr << "histogram_zipf bins=" << bins << "\n";
-        const auto zipf = zipf_samples(s.n, bins, rng);
-        TALLY_CUDA(cudaMemcpy(x.p, zipf.data(), zipf.size() * sizeof(double), cudaMemcpyHostToDevice));
-        bench_histogram_gpu(rows, "histogram_zipf", "i32", x.p, s.n, bins, out_i32.p, s.cub_max_bins);
-        TALLY_CUDA(cudaMemcpy(x.p, host_x.data(), host_x.size() * sizeof(double), cudaMemcpyHostToDevice));
+void add_bench_histogram(CLI::App& bench) {
+  auto s = std::make_shared<hist_settings>();
+  s->common.trials = bench::trial_settings{5, 4.0, 2};  // ~270 rows: short trials keep the sweep near a minute
+  CLI::App* cmd = bench.add_subcommand(
+      "histogram", "histograms and scatter-adds against CUB, plain atomics and the paper's aggregation");
+  cmd->footer(
+      "Histograms of n doubles into 1, 10, ... max-bins bins (int32 and double counts), a weighted scatter-add, "
+      "and Zipf-skewed samples: plain atomics, the paper's warp aggregation, tally (automatic and every strategy, "
+      "deterministic modes), CUB, and the CPU; every row checked against exact references before and after "
+      "timing.");
+  add_bench_options(*cmd, s->common);
+  cmd->add_option("--n", s->n, "samples")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 31))
+      ->capture_default_str();
+  cmd->add_option("--max-bins", s->max_bins, "largest bin count (1, 10, ... up to it)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100'000'000}))
+      ->capture_default_str();
+  cmd->add_option("--cub-isolate-from", s->cub_isolate_from, "run CUB in a child process from this many bins")
+      ->check(CLI::Range(std::int64_t{1}, std::numeric_limits<std::int64_t>::max()))
+      ->capture_default_str();
+  cmd->add_flag_callback(
+      "--no-cpu", [s] { s->cpu_rows = false; }, "leave out the CPU rows of a GPU run");
+  cmd->add_option("--seed", s->seed, "inputs' seed (0: random)");
+  cmd->add_option("--cub-child", s->child_bins, "internal: run CUB alone at this many bins and print its row")
+      ->group("");
+  cmd->add_option("--cub-child-kind", s->child_kind, "internal: the child's sample law")->group("");
+  cmd->callback([s] {
+    run_reporting_errors("tally bench histogram", [&] {
+      if (s->child_bins > 0) {
+        const int code = histogram_bench(*s, true).run_cub_child();
+        if (code != 0) throw CLI::RuntimeError(code);
+        return;
       }
-    } catch (const std::exception& e) {
-      std::cerr << "tally bench histogram: sweep stopped: " << e.what() << "\n";
-      hist_row r;
-      r.impl = "sweep";
-      r.kind = "-";
-      r.count_type = "-";
-      r.note = std::string("stopped: ") + e.what();
-      rows.push_back(r);
-    }
-  }
-  std::printf("tally bench histogram: n = %lld on %s%s\n", static_cast<long long>(s.n), device.c_str(),
-              have_gpu ? "" : " (no GPU: CPU rows only)");
-  if (!s.json_path.empty()) write_json(s.json_path, rows, device, s.n);  // first: the table cannot fail it
-  print_table(rows);
-  print_summary(rows, bin_counts);
-  return 0;
+      const bool gpu = use_gpu(s->common, "tally bench histogram");
+      histogram_bench(*s, gpu).run();
+    });
+  });
 }
 
 }  // namespace tally::cli

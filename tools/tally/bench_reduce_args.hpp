@@ -1,26 +1,28 @@
 // The options of `tally bench reduce`, shared by its GPU and CPU runs.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "bench_cli.hpp"
+
 namespace tally::cli {
 
-struct reduce_bench_settings {
-  std::string json_path;          ///< --json FILE ("" = no JSON)
-  int min_log2 = 10;              ///< --min-log2
-  int max_log2 = 30;              ///< --max-log2 (26 on the CPU unless given)
+struct reduce_settings {
+  bench_options common;  ///< --json, --trials, --trial-ms, --warmup, --gpu, --cpu
+  int min_log2 = 10;     ///< --min-log2
+  int max_log2 = 30;     ///< --max-log2 (26 on the CPU unless given)
   bool max_given = false;
-  int step_log2 = 2;              ///< --step-log2: N = 2^min, 2^(min+step), ...
-  int trials = 7;                 ///< --trials
-  double trial_ms = 20;           ///< --trial-ms: length of one timed trial
-  bool cpu = false;               ///< --cpu: the CPU backend even with a GPU
-  bool unchecked = false;         ///< --unchecked: tally without argument checks
-  std::vector<std::string> types; ///< --types f32,f64,...; empty = all
-  bool help = false;
+  int step_log2 = 2;               ///< --step-log2: N = 2^min, 2^(min+step), ...
+  bool unchecked = false;          ///< --unchecked: tally without argument checks
+  std::vector<std::string> types;  ///< --types f32,f64,...; empty = all
 
   /// True when `type` was asked for (or no --types was given).
   bool wants(const std::string& type) const;
+  /// The largest log2(N) of this run on the given backend.
+  int largest_log2(bool gpu) const { return gpu || max_given ? max_log2 : std::min(max_log2, 26); }
 };
 
 /// The benchmark types, in table order.
@@ -29,13 +31,16 @@ inline const std::vector<std::string>& reduce_bench_types() {
   return all;
 }
 
-/// Parses argv[1..argc) (argv[0] is the subcommand's name). Returns "" or an error message.
-std::string parse_reduce_bench_args(int argc, char** argv, reduce_bench_settings& settings);
+/// Input bytes one call reads for `type` and n elements.
+inline double reduce_input_bytes(const std::string& type, std::int64_t n) {
+  const double element = type == "f64" || type == "f64dot" ? 8 : 4;
+  return static_cast<double>(n) * element * (type.find("dot") != std::string::npos ? 2 : 1);
+}
 
-/// The usage text of `tally bench reduce`.
-const char* reduce_bench_usage();
-
-/// The CPU run of `tally bench reduce` (bench_reduce_cpu.cpp).
-int run_bench_reduce_cpu(const reduce_bench_settings& settings);
+/// The GPU run (bench_reduce.cu) and the CPU run (bench_reduce_cpu.cpp).
+/// Both print the table, write the JSON and throw CLI::RuntimeError on a
+/// mismatch or failure.
+void run_reduce_gpu(const reduce_settings& settings);
+void run_reduce_cpu(const reduce_settings& settings);
 
 }  // namespace tally::cli

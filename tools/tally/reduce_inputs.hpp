@@ -1,13 +1,18 @@
 // The inputs of `tally bench reduce` and their exact references.
 //
-// Element i of an input is a hash of (seed, i), computed by the same code on
+// Element i of an input is a hash of (seed, i) computed by the same code on
 // the host and the device, so the GPU fills its buffers itself and the host
 // computes the reference from the formula, without copying gigabytes back.
-// Values are never zero and have random signs: floats are ±[0.5, 1) with
-// every value exactly representable, integers are ±1 … ±8 (sums never wrap).
+//
+// Every value is a small integer, chosen so that every partial sum, in ANY
+// order, is an integer within the type's exact range (f32: 2^24, f64: 2^53):
+// every correct implementation then returns the exact sum, bit for bit, and
+// the check is equality with an integer reference. For f32 beyond 2^24
+// elements, one element per window of `period` is 1 and the rest are 0
+// (so Σ|x| <= 2^24): a lost or doubled 4096-element tile of a 2^30 sum moves
+// it by at least 4096/64 = 64, which equality always sees.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -22,54 +27,53 @@ TALLY_HD_INLINE std::uint64_t mix64(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-/// Element i of the input stream `seed` (T: float, double, int).
-template <class T>
-TALLY_HD_INLINE T input_value(std::uint64_t seed, std::int64_t i) {
-  const std::uint64_t h = mix64(seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1));
-  const bool negative = (h & 1) != 0;
-  if constexpr (std::is_same_v<T, float>) {
-    const float v = 0.5f + static_cast<float>(h >> 41) * 0x1p-24f;  // 23 random bits: exact
-    return negative ? -v : v;
-  } else if constexpr (std::is_same_v<T, double>) {
-    const double v = 0.5 + static_cast<double>(h >> 12) * 0x1p-53;  // 52 random bits: exact
-    return negative ? -v : v;
-  } else {
-    const int v = static_cast<int>((h >> 1) % 8) + 1;
-    return negative ? -v : v;
-  }
-}
-
-/// A reference result and the scale its error is judged on.
-struct reference {
-  double value = 0;      ///< the exact (or long double) result
-  double magnitude = 0;  ///< Σ |term|: errors are measured relative to it
+/// How the elements of one input are drawn.
+struct input_law {
+  std::uint64_t seed = 0;
+  /// One nonzero element per window of `period` elements, at a position
+  /// drawn per window (1: every element is nonzero).
+  std::int64_t period = 1;
+  /// Nonzero elements have magnitudes 1 … max_magnitude.
+  std::int64_t max_magnitude = 1;
+  bool random_signs = false;
 };
 
-/// Σ input_value<T>(seed, i) for i < n, in long double (exact for int).
+/// Element i of the input drawn by `law`, as T (exact: a small integer).
 template <class T>
-reference sum_reference(std::uint64_t seed, std::int64_t n);
-
-/// Σ input_value<T>(seed_x, i) · input_value<T>(seed_y, i) for i < n.
-template <class T>
-reference dot_reference(std::uint64_t seed_x, std::uint64_t seed_y, std::int64_t n);
-
-/// Writes input_value<T>(seed, i) to x[i] for i < n, with OpenMP threads.
-template <class T>
-void fill_host(T* x, std::int64_t n, std::uint64_t seed);
-
-/// |got − reference| relative to its magnitude; infinity when got is not finite.
-inline double relative_error(double got, const reference& r) {
-  if (!std::isfinite(got)) return INFINITY;
-  return std::fabs(got - r.value) / (r.magnitude > 0 ? r.magnitude : 1.0);
+TALLY_HD_INLINE T input_value(const input_law& law, std::int64_t i) {
+  if (law.period > 1) {
+    const std::int64_t window = i / law.period;
+    const auto pick =
+        static_cast<std::int64_t>(mix64(law.seed ^ (0xD1B54A32D192ED03ull * static_cast<std::uint64_t>(window + 1))) %
+                                  static_cast<std::uint64_t>(law.period));
+    if (i - window * law.period != pick) return T(0);
+  }
+  const std::uint64_t h = mix64(law.seed + 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(i + 1));
+  const auto magnitude = static_cast<std::int64_t>(1 + (h >> 1) % static_cast<std::uint64_t>(law.max_magnitude));
+  return static_cast<T>(law.random_signs && (h & 1) ? -magnitude : magnitude);
 }
 
-/// The largest relative error accepted for a correct implementation: loose
-/// enough for any summation order, tight enough to catch a lost block.
+/// Sums of n elements of T (float, double, int) whose every partial sum is exact.
 template <class T>
-constexpr double tolerance() {
-  if constexpr (std::is_same_v<T, float>) return 1e-5;
-  else if constexpr (std::is_same_v<T, double>) return 1e-12;
-  else return 0.0;
-}
+input_law sum_law(std::uint64_t seed, std::int64_t n);
+/// The two inputs of a dot product of n elements of T (float, double) whose
+/// every partial sum of products is exact.
+template <class T>
+input_law dot_law_x(std::uint64_t seed, std::int64_t n);
+template <class T>
+input_law dot_law_y(std::uint64_t seed, std::int64_t n);
+
+/// Σ input_value(law, i) for i < n, exactly (every law above keeps it within
+/// int64; for int the sum is taken modulo 2^32 as the GPU's adds wrap).
+std::int64_t sum_reference(const input_law& law, std::int64_t n, bool is_int);
+/// Σ input_value(x, i) · input_value(y, i) for i < n, exactly.
+std::int64_t dot_reference(const input_law& x, const input_law& y, std::int64_t n);
+
+/// Writes input_value<T>(law, i) to x[i] for i < n, with OpenMP threads.
+template <class T>
+void fill_host(T* x, std::int64_t n, const input_law& law);
+
+/// One line for the report: how the reduce rows are checked.
+const char* reduce_check_mode();
 
 }  // namespace tally::cli

@@ -1,16 +1,16 @@
-// What the CLI says about the host CPU (for `tally info` and CPU benches).
+// The host CPU, for `tally info` and the run metadata of every report.
 #pragma once
 
 #include <string>
 
-namespace tally::cli {
+namespace tally::bench {
 
 struct host_info {
   std::string cpu_model;  ///< /proc/cpuinfo's "model name", or "unknown CPU"
   int hardware_threads = 0;
-  int openmp_threads = 0;  ///< what the CPU backend uses by default
-  double memory_gib = 0;   ///< physical memory
-  double load_average = 0; ///< 1-minute load average (other processes' demand for the cores)
+  int openmp_threads = 0;   ///< what the CPU backend uses by default
+  double memory_gib = 0;    ///< physical memory
+  double load_average = 0;  ///< 1-minute load average (other processes' demand for the cores)
 };
 
 /// Reads the host's CPU model, thread counts and memory.
@@ -25,4 +25,4 @@ inline bool host_is_busy(const host_info& host) {
 /// One line: "<model>, <k> hardware threads, <t> OpenMP threads, <m> GiB".
 std::string describe(const host_info& host);
 
-}  // namespace tally::cli
+}  // namespace tally::bench

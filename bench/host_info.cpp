@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-namespace tally::cli {
+namespace tally::bench {
 
 host_info read_host_info() {
   host_info host;
@@ -31,9 +31,9 @@ host_info read_host_info() {
 
 std::string describe(const host_info& host) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s, %d hardware threads, %d OpenMP threads, %.1f GiB memory",
-                host.cpu_model.c_str(), host.hardware_threads, host.openmp_threads, host.memory_gib);
+  std::snprintf(buf, sizeof buf, "%s, %d hardware threads, %d OpenMP threads, %.1f GiB memory", host.cpu_model.c_str(),
+                host.hardware_threads, host.openmp_threads, host.memory_gib);
   return buf;
 }
 
-}  // namespace tally::cli
+}  // namespace tally::bench
