@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -193,6 +195,35 @@ TEST(MatrixMarket, ErrorFromAFileNamesThePath) {
     EXPECT_EQ(std::string(e.what()).rfind(path + ":3: ", 0), 0u) << e.what();
   }
   std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace tally::testing
+
+namespace tally::testing {
+namespace {
+
+// The fuzzer's corpus (fuzz/corpus, kept from libFuzzer runs) replayed: every
+// input parses or is a matrix_market_error, never anything else.
+TEST(MatrixMarket, FuzzCorpusParsesOrFailsCleanly) {
+  const auto corpus = std::filesystem::path(__FILE__).parent_path().parent_path() / "fuzz" / "corpus";
+  if (!std::filesystem::exists(corpus)) GTEST_SKIP() << "no corpus at " << corpus;
+  int inputs = 0, parsed = 0;
+  for (const auto& file : std::filesystem::directory_iterator(corpus)) {
+    std::ifstream in(file.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ++inputs;
+    try {
+      const auto m = sv::parse_matrix_market(text, file.path().filename().string());
+      for (std::size_t k = 0; k < m.value.size(); ++k) {
+        ASSERT_TRUE(m.row[k] >= 0 && m.row[k] < m.rows && m.col[k] >= 0 && m.col[k] < m.cols) << file.path();
+      }
+      ++parsed;
+    } catch (const sv::matrix_market_error&) {
+    }
+  }
+  EXPECT_GT(inputs, 100);
+  EXPECT_GT(parsed, 0);
 }
 
 }  // namespace
