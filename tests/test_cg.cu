@@ -77,7 +77,7 @@ TYPED_TEST(Cg, ConvergesFromANonZeroGuessOnAnIrregularMatrix) {
     m.col.push_back(i);
     m.value.push_back((diag[i] + 0.1) * this->rng.real(1, 100) );
   }
-  const auto a = sv::to_csr<double, std::int64_t>(m);
+  const auto a = sv::to_csr<double, std::int32_t>(m);
   const auto b = random_rhs(a, this->rng);
   std::vector<double> x0(n);
   for (auto& v : x0) v = this->rng.real(-5, 5);

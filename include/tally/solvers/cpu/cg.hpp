@@ -13,6 +13,7 @@
 #endif
 
 #include "tally/core/backend.hpp"
+#include "tally/core/config.hpp"
 #include "tally/core/tree.hpp"
 #include "tally/solvers/cg.hpp"
 #include "tally/solvers/detail/cg_checks.hpp"
@@ -28,9 +29,11 @@ namespace detail {
 /// (any such size gives the same root).
 inline constexpr std::int64_t kHostChunkRows = 4096;
 
+/// Plain reads (host code; __host__ __device__ only so the shared row
+/// functions can call it in either compilation pass).
 struct plain_read {
   template <class T>
-  T operator()(const T* p) const { return *p; }
+  TALLY_HD_INLINE T operator()(const T* p) const { return *p; }
 };
 
 /// Runs leaf(i) for every row, chunk by chunk in parallel, and returns the

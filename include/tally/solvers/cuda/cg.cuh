@@ -31,6 +31,17 @@ namespace detail {
 inline constexpr std::int64_t kPersistentMaxRows = std::int64_t{1} << 19;
 /// Graph mode: at most about this many chunks (the last block reduces them).
 inline constexpr std::int64_t kGraphTargetChunks = 2048;
+/// Persistent mode: at most about this many chunks (every block reduces them
+/// after each barrier, so fewer keeps that cheap).
+inline constexpr std::int64_t kPersistentTargetChunks = 1024;
+
+/// kThreads-row passes per chunk so that there are at most about `target`
+/// chunks (a power of two, at most 64).
+inline int passes_for(std::int64_t blocks_of_rows, std::int64_t target) {
+  int passes = 1;
+  while (passes < 64 && (blocks_of_rows + passes - 1) / passes > target) passes *= 2;
+  return passes;
+}
 
 /// Where a solve's scratch lives, carved from one workspace draw.
 template <class T>
@@ -133,8 +144,17 @@ void capture_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, c
   cudaGraph_t body = params.conditional.phGraph_out[0];
 
   // The body, captured from a stream of our own into the node's graph.
+  // Creating and destroying a stream is not allowed under a caller's global
+  // capture mode unless this thread relaxes it for the call.
+  auto relaxed = [](auto&& call) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+    const cudaError_t status = call();
+    TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+    TALLY_CUDA(status);
+  };
   cudaStream_t side;
-  TALLY_CUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  relaxed([&] { return cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking); });
   try {
     TALLY_CUDA(cudaStreamBeginCaptureToGraph(side, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
     for (int u = 0; u < o.graph_unroll; ++u) {
@@ -149,10 +169,10 @@ void capture_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, c
   } catch (...) {
     cudaGraph_t ignored;
     cudaStreamEndCapture(side, &ignored);
-    cudaStreamDestroy(side);
+    relaxed([&] { return cudaStreamDestroy(side); });
     throw;
   }
-  TALLY_CUDA(cudaStreamDestroy(side));
+  relaxed([&] { return cudaStreamDestroy(side); });
   TALLY_CUDA(cudaStreamUpdateCaptureDependencies(stream, &loop, nullptr, 1, cudaStreamSetCaptureDependencies));
 
   kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op><<<grid, kernels::kThreads, 0, stream>>>(A, l.vectors, l.scratch, none, false);
@@ -218,14 +238,16 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   if (mode == cg_mode::automatic) mode = n <= detail::kPersistentMaxRows ? cg_mode::persistent : cg_mode::graph;
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
-    int grid = options.grid_blocks > 0 ? options.grid_blocks
-                                       : static_cast<int>(std::min<std::int64_t>(capacity, blocks_of_rows));
+    const int passes = detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks);
+    const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
+    const int grid = options.grid_blocks > 0 ? options.grid_blocks
+                                             : static_cast<int>(std::min<std::int64_t>(capacity, chunks));
     std::string why;
     if (!current_device_info().cooperative_launch) why = "the device cannot launch cooperative kernels";
     else if (grid > capacity)
       why = std::to_string(grid) + " blocks requested, only " + std::to_string(capacity) + " fit on the device at once";
     if (why.empty()) {
-      const auto layout = detail::carve(gpu, b, x, n, blocks_of_rows, 1);
+      const auto layout = detail::carve(gpu, b, x, n, chunks, passes);
       detail::launch_persistent(gpu, A, options, grid, layout, result);
       return cg_mode::persistent;
     }
@@ -233,8 +255,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     mode = cg_mode::graph;
   }
   // Graph mode: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
-  int passes = 1;
-  while (passes < 64 && (blocks_of_rows + passes - 1) / passes > detail::kGraphTargetChunks) passes *= 2;
+  const int passes = detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks);
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
   const auto layout = detail::carve(gpu, b, x, n, chunks, passes);
   detail::run_graph_mode(gpu.stream, A, options, layout, result);

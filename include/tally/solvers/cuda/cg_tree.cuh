@@ -68,8 +68,12 @@ struct subtree_stack {
     level[h] = node;
     ++count;
   }
-  /// The root once a power-of-two number of values was pushed.
-  __device__ __forceinline__ tree::maybe<S> root() const { return level[tree::bit_width(static_cast<std::uint64_t>(count)) - 1]; }
+  /// The root once a power-of-two number (at least one) of values was pushed;
+  /// empty before any push.
+  __device__ __forceinline__ tree::maybe<S> root() const {
+    if (count == 0) return {S{}, false};
+    return level[tree::bit_width(static_cast<std::uint64_t>(count)) - 1];
+  }
 };
 
 /// The value (in thread 0) of one chunk: `passes` (a power of two, at most
@@ -88,7 +92,7 @@ __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_
     const auto pass_value = device::block_combine_warps<kThreads>(warp_value, op, storage);
     if (threadIdx.x == 0) stack.push(pass_value, op);
   }
-  return stack.root();
+  return stack.root();  // empty in the other threads (they pushed nothing)
 }
 
 /// The tree's root (in thread 0) over values[0, count) (each an aligned
