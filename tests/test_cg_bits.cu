@@ -56,6 +56,14 @@ TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
     EXPECT_TRUE(same_bits(other.history, one.history)) << threads;
     EXPECT_EQ(other.result.relative_residual, one.result.relative_residual);
   }
+  sv::cg_options pipelined;
+  pipelined.pipelined = true;
+  const auto p1 = solve_on<cpu_side>(a, b, x0, pipelined, 0, 0, tally::cpu.with_threads(1));
+  const auto p3 = solve_on<cpu_side>(a, b, x0, pipelined, 0, 0, tally::cpu.with_threads(3));
+  ASSERT_EQ(p1.result.status, sv::cg_status::converged);
+  EXPECT_EQ(p1.result.iterations, p3.result.iterations);
+  EXPECT_TRUE(same_bits(p1.x, p3.x));
+  EXPECT_TRUE(same_bits(p1.history, p3.history));
 }
 
 class CgBitsGpu : public CgBits {
@@ -79,7 +87,7 @@ void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, 
 // true residuals (sizes that are not multiples of a block or a chunk).
 TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   SCOPED_TRACE(rng.trace());
-  auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre) {
+  auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false) {
     using T = decltype(zero);
     const auto a = matrix_free == 7 ? sv::poisson3d_7pt<T, std::int32_t>(g) : sv::poisson3d_27pt<T, std::int32_t>(g);
     const auto b = random_rhs(a, rng);
@@ -88,6 +96,7 @@ TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
     o.preconditioner = pre;
     o.true_residual_interval = 7;
     o.rtol = sizeof(T) == 4 ? 1e-6 : 1e-12;
+    o.pipelined = pipelined;
     const auto cpu = solve_on<cpu_side>(a, b, x0, o, matrix_free, g);
     ASSERT_EQ(cpu.result.status, sv::cg_status::converged);
     struct variant {
@@ -102,7 +111,7 @@ TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
       const auto gpu = solve_on<gpu_side>(a, b, x0, o, matrix_free, g);
       EXPECT_EQ(gpu.result.mode, v.mode);
       expect_same_solve(cpu, gpu,
-                        std::string(sv::mode_name(v.mode)) + " grid " + std::to_string(v.grid) + " unroll " +
+                        std::string(pipelined ? "pipelined " : "") + sv::mode_name(v.mode) + " grid " + std::to_string(v.grid) + " unroll " +
                             std::to_string(v.unroll) + " g=" + std::to_string(g) + " T=" + (sizeof(T) == 4 ? "f32" : "f64"));
     }
   };
@@ -110,6 +119,8 @@ TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   run(double{}, 11, 0, sv::cg_preconditioner::none);
   run(float{}, 17, 27, sv::cg_preconditioner::jacobi);
   run(float{}, 15, 7, sv::cg_preconditioner::none);
+  run(float{}, 12, 0, sv::cg_preconditioner::jacobi, true);
+  run(double{}, 9, 0, sv::cg_preconditioner::none, true);
   // Graph mode with several passes per chunk (more than 2048 blocks of rows).
   run(float{}, 83, 7, sv::cg_preconditioner::jacobi);
 }

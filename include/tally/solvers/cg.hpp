@@ -18,7 +18,21 @@
 // drift: see issue 8). The same replacement happens every
 // `true_residual_interval` iterations when that is set.
 //
+// Pipelined CG (options.pipelined; Ghysels and Vanroose, Parallel Computing
+// 40, 2014, Alg. 3) computes an iteration's three inner products (r·u, w·u,
+// r·r) in ONE fused reduction, overlapped with the product n = A·M·w, by
+// carrying the extra recurrences w = A·u, s = A·p, q = M·s, z = A·q. The
+// price is accuracy: rounding errors in those recurrences are amplified, so
+// the recurrence residual drifts from the true one sooner (Cools et al., SIAM
+// J. Matrix Anal. Appl. 39, 2018). Here the stopping test is always
+// confirmed on the true residual and a failed confirmation restarts the
+// recurrences from it, so the answer meets the tolerance either way; the
+// drift shows as extra iterations (f32, 27-point Poisson, g = 24, b random:
+// 52 instead of 42; in f64 the same count). On one GPU the gain is small:
+// the barrier after the vector update remains (two barriers, one reduction).
+//
 // GPU execution (cuda/cg.cuh) never waits for the device inside the solve.
+
 #pragma once
 
 #include <cstdint>
@@ -61,7 +75,7 @@ struct cg_options {
   double* history = nullptr;
   cg_mode mode = cg_mode::automatic;
   /// Pipelined CG (Ghysels–Vanroose): one fused reduction per iteration
-  /// instead of two, at the price of accuracy (see cg.hpp's notes).
+  /// instead of two, at the price of accuracy (see the notes above).
   bool pipelined = false;
   /// GPU: blocks of the persistent kernel (0: as many as fit); more than fit
   /// makes it fall back to the graph mode (tests use this).

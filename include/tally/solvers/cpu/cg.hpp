@@ -80,7 +80,10 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   const std::int64_t n = A.rows;
   const int threads = detail::host_threads(backend);
   std::vector<T> r(n), z(n), p0(n), p1(n), ap(n), dinv(n);
-  const detail::cg_vectors<T> v{b, x, r.data(), z.data(), {p0.data(), p1.data()}, ap.data(), dinv.data(), n};
+  const std::int64_t extra = options.pipelined ? n : 0;
+  std::vector<T> w(extra), an(extra), s(extra), q(extra), t(extra);
+  const detail::cg_vectors<T> v{b,      x,       r.data(), z.data(), {p0.data(), p1.data()}, ap.data(), dinv.data(), n,
+                                w.data(), an.data(), s.data(), q.data(), t.data()};
   const detail::plain_read fresh;
   auto control = detail::cg_control<T>::make(options);
   cg_result result;
@@ -88,8 +91,10 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   if (n == 0) {  // the empty system: b = 0
     control.start({0.0, 0.0, T(0), T(0)});
   } else {
-    control.start(detail::reduce_rows<V, detail::residual_sums<T>>(
-        n, threads, [&](std::int64_t i) { return detail::setup_row(A, v, i, control.jacobi, fresh); }));
+    control.start(detail::reduce_rows<V, detail::residual_sums<T>>(n, threads, [&](std::int64_t i) {
+      return control.pipelined ? detail::pipelined_setup_row(A, v, i, control.jacobi, fresh)
+                               : detail::setup_row(A, v, i, control.jacobi, fresh);
+    }));
   }
   if (control.status == cg_status::converged && control.bnorm == 0) std::fill(x, x + n, T(0));
 
@@ -120,6 +125,22 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
         break;
       }
       case detail::cg_phase::true_residual: true_residual(); break;
+      case detail::cg_phase::restart:
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > detail::kHostChunkRows)
+        for (std::int64_t i = 0; i < n; ++i) detail::restart_row(A, v, i, fresh);
+        control.after_restart();
+        break;
+      case detail::cg_phase::gather:
+        control.after_gather(detail::reduce_rows<V, detail::pipelined_sums<T>>(
+            n, threads, [&](std::int64_t i) { return detail::gather_row(A, v, i, fresh); }));
+        break;
+      case detail::cg_phase::vectors: {
+        const T alpha = control.alpha, beta = control.beta;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > detail::kHostChunkRows)
+        for (std::int64_t i = 0; i < n; ++i) detail::vectors_row(v, i, alpha, beta);
+        control.after_vectors();
+        break;
+      }
       case detail::cg_phase::done: break;
     }
   }

@@ -54,11 +54,17 @@ struct gpu_cg_layout {
 inline std::size_t align_up(std::size_t x, std::size_t a = 256) { return (x + a - 1) / a * a; }
 
 template <class T>
-gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n, std::int64_t chunks, int passes) {
+gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n, std::int64_t chunks, int passes,
+                       bool pipelined) {
   const std::size_t vec = align_up(static_cast<std::size_t>(n) * sizeof(T));
-  const std::size_t sizes[] = {align_up(sizeof(cg_control<T>)), align_up(sizeof(cg_device_result)),
-                               align_up(chunks * sizeof(residual_sums<T>)), align_up(chunks * sizeof(search_sums<T>)),
-                               align_up(chunks * sizeof(update_sums<T>)), 6 * vec};
+  const int vector_count = pipelined ? 11 : 6;
+  const std::size_t sizes[] = {align_up(sizeof(cg_control<T>)),
+                               align_up(sizeof(cg_device_result)),
+                               align_up(chunks * sizeof(residual_sums<T>)),
+                               align_up(chunks * sizeof(search_sums<T>)),
+                               align_up(chunks * sizeof(update_sums<T>)),
+                               align_up(chunks * sizeof(pipelined_sums<T>)),
+                               vector_count * vec};
   std::size_t total = 0;
   for (const std::size_t s : sizes) total += s;
   auto* base = static_cast<unsigned char*>(tally::detail::scratch_for(gpu).get(total + 256, gpu.stream));
@@ -75,14 +81,17 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
   p += sizes[3];
   l.scratch.update_partials = reinterpret_cast<update_sums<T>*>(p);
   p += sizes[4];
+  l.scratch.pipelined_partials = reinterpret_cast<pipelined_sums<T>*>(p);
+  p += sizes[5];
   l.scratch.chunks = chunks;
   l.scratch.passes = passes;
-  T* vectors[6];
-  for (auto& q : vectors) {
-    q = reinterpret_cast<T*>(p);
+  T* vectors[11] = {};
+  for (int k = 0; k < vector_count; ++k) {
+    vectors[k] = reinterpret_cast<T*>(p);
     p += vec;
   }
-  l.vectors = {b, x, vectors[0], vectors[1], {vectors[2], vectors[3]}, vectors[4], vectors[5], n};
+  l.vectors = {b,          x,          vectors[0], vectors[1], {vectors[2], vectors[3]}, vectors[4], vectors[5], n,
+               vectors[6], vectors[7], vectors[8], vectors[9], vectors[10]};
   return l;
 }
 
@@ -157,10 +166,18 @@ void capture_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, c
   relaxed([&] { return cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking); });
   try {
     TALLY_CUDA(cudaStreamBeginCaptureToGraph(side, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
+    // One iteration's kernels, unrolled; the true-residual kernel ends each
+    // group and the last one sets the loop's condition.
     for (int u = 0; u < o.graph_unroll; ++u) {
       const bool last = u + 1 == o.graph_unroll;
-      kernels::cg_phase_kernel<cg_phase::search, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-      kernels::cg_phase_kernel<cg_phase::update, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+      if (o.pipelined) {
+        kernels::cg_phase_kernel<cg_phase::restart, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+        kernels::cg_phase_kernel<cg_phase::gather, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+        kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+      } else {
+        kernels::cg_phase_kernel<cg_phase::search, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+        kernels::cg_phase_kernel<cg_phase::update, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
+      }
       kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, handle, last);
     }
     TALLY_CUDA_LAUNCHED("tally::solvers::kernels::cg_phase_kernel");
@@ -247,7 +264,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     else if (grid > capacity)
       why = std::to_string(grid) + " blocks requested, only " + std::to_string(capacity) + " fit on the device at once";
     if (why.empty()) {
-      const auto layout = detail::carve(gpu, b, x, n, chunks, passes);
+      const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
       detail::launch_persistent(gpu, A, options, grid, layout, result);
       return cg_mode::persistent;
     }
@@ -257,7 +274,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   // Graph mode: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
   const int passes = detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks);
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
-  const auto layout = detail::carve(gpu, b, x, n, chunks, passes);
+  const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
   detail::run_graph_mode(gpu.stream, A, options, layout, result);
   return cg_mode::graph;
 }

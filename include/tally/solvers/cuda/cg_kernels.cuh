@@ -35,6 +35,7 @@ using detail::cg_phase;
 using detail::cg_vectors;
 using detail::residual_sums;
 using detail::search_sums;
+using detail::pipelined_sums;
 using detail::update_sums;
 
 /// What the solve leaves in device memory for the caller.
@@ -52,6 +53,7 @@ struct cg_scratch {
   residual_sums<T>* residual_partials;
   search_sums<T>* search_partials;
   update_sums<T>* update_partials;
+  pipelined_sums<T>* pipelined_partials;
   unsigned* arrivals;              ///< graph mode: blocks done with the current kernel; zero at rest
   std::int64_t chunks;             ///< partials per phase
   int passes;                      ///< kThreads-row passes per chunk
@@ -88,7 +90,10 @@ struct phases {
   const cg_vectors<T>& v;
   const cg_control<T>& control;
 
-  __device__ residual_sums<T> setup(std::int64_t i) const { return detail::setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{}); }
+  __device__ residual_sums<T> setup(std::int64_t i) const {
+    if (control.pipelined) return detail::pipelined_setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
+    return detail::setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
+  }
   __device__ search_sums<T> search(std::int64_t i) const {
     const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
@@ -105,6 +110,10 @@ struct phases {
   __device__ residual_sums<T> true_residual(std::int64_t i) const {
     return detail::true_residual_row(A, v, i, fresh_read<Persistent>{});
   }
+  // Pipelined CG.
+  __device__ search_sums<T> restart(std::int64_t i) const { return detail::restart_row(A, v, i, fresh_read<Persistent>{}); }
+  __device__ pipelined_sums<T> gather(std::int64_t i) const { return detail::gather_row(A, v, i, fresh_read<Persistent>{}); }
+  __device__ search_sums<T> vectors(std::int64_t i) const { return detail::vectors_row(v, i, control.alpha, control.beta); }
 };
 
 /// Shared memory of the kernels: the control block (a copy per block in the
@@ -117,6 +126,7 @@ struct shared_state {
     block_storage<residual_sums<T>> residual;
     block_storage<search_sums<T>> search;
     block_storage<update_sums<T>> update;
+    block_storage<pipelined_sums<T>> pipelined;
   } storage;
   __device__ cg_control<T>& control() { return *reinterpret_cast<cg_control<T>*>(control_bytes); }
 };
@@ -177,8 +187,30 @@ __global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, con
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
       if (threadIdx.x == 0) control.after_update(root.value);
       __syncthreads();
-    } else {
+    } else if (control.next == cg_phase::true_residual) {
       run_residual(false);
+    } else if (control.next == cg_phase::gather) {  // pipelined: the one reduction of an iteration
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+        chunk_phase(c, s, n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); }, sh.storage.pipelined);
+      grid.sync();
+      const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+      if (threadIdx.x == 0) control.after_gather(root.value);
+      __syncthreads();
+    } else {  // pipelined restart or vectors: no reduction, only the barrier before the next gather
+      const bool restart = control.next == cg_phase::restart;
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
+        const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
+        for (std::int64_t i = c * rows_per_chunk + threadIdx.x; i < (c + 1) * rows_per_chunk && i < n; i += kThreads) {
+          if (restart) rows.restart(i);
+          else rows.vectors(i);
+        }
+      }
+      grid.sync();
+      if (threadIdx.x == 0) {
+        if (restart) control.after_restart();
+        else control.after_vectors();
+      }
+      __syncthreads();
     }
   }
   if (control.needs_final_residual()) run_residual(false);
@@ -260,9 +292,19 @@ __global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg
     chunk_phase(blockIdx.x, s, v.n, s.search_partials, [&](std::int64_t i) { return rows.search(i); }, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, [&](std::int64_t i) { return rows.update(i); }, sh.storage.update);
-  } else {
+  } else if constexpr (Phase == cg_phase::true_residual) {
     chunk_phase(blockIdx.x, s, v.n, s.residual_partials, [&](std::int64_t i) { return rows.true_residual(i); },
                 sh.storage.residual);
+  } else if constexpr (Phase == cg_phase::gather) {
+    chunk_phase(blockIdx.x, s, v.n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); },
+                sh.storage.pipelined);
+  } else {  // restart, vectors: no reduction
+    const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
+    for (std::int64_t i = blockIdx.x * rows_per_chunk + threadIdx.x; i < (blockIdx.x + 1) * rows_per_chunk && i < v.n;
+         i += kThreads) {
+      if constexpr (Phase == cg_phase::restart) rows.restart(i);
+      else rows.vectors(i);
+    }
   }
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
   // The last block: the root, the decision, the control block for the next kernel.
@@ -272,9 +314,16 @@ __global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg
   } else if constexpr (Phase == cg_phase::update) {
     const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
     if (threadIdx.x == 0) control.after_update(root.value);
-  } else {
+  } else if constexpr (Phase == cg_phase::true_residual) {
     const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
     if (threadIdx.x == 0) control.after_true_residual(root.value);
+  } else if constexpr (Phase == cg_phase::gather) {
+    const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+    if (threadIdx.x == 0) control.after_gather(root.value);
+  } else if constexpr (Phase == cg_phase::restart) {
+    if (threadIdx.x == 0) control.after_restart();
+  } else {
+    if (threadIdx.x == 0) control.after_vectors();
   }
   if (threadIdx.x == 0) {
     *s.control = control;

@@ -65,6 +65,15 @@ struct search_sums {
   TALLY_HD_INLINE search_sums operator+(const search_sums& o) const { return {pap + o.pap}; }
 };
 
+/// Partial sums of pipelined CG's one reduction: γ = r·u, δ = w·u, r·r.
+template <class T>
+struct pipelined_sums {
+  T gamma, delta, rr;
+  TALLY_HD_INLINE pipelined_sums operator+(const pipelined_sums& o) const {
+    return {gamma + o.gamma, delta + o.delta, rr + o.rr};
+  }
+};
+
 /// Adds two partial-sum structs member by member (each member follows the tree).
 struct add_sums {
   template <class S>
@@ -72,7 +81,15 @@ struct add_sums {
 };
 
 /// Which phase the solve needs next.
-enum class cg_phase : int { search = 0, update = 1, true_residual = 2, done = 3 };
+enum class cg_phase : int {
+  search = 0,         ///< standard: p = z + β·p, Ap, p·Ap
+  update = 1,         ///< standard: x, r, z; r·r, r·z
+  true_residual = 2,  ///< both: r = b − A·x, z (u) = M·r
+  done = 3,
+  restart = 4,        ///< pipelined: w = A·u (after set-up or a true residual)
+  gather = 5,         ///< pipelined: n = A·M·w; γ, δ, r·r
+  vectors = 6,        ///< pipelined: the eight vector recurrences
+};
 
 /// The solve's scalar state and its transitions. Every backend runs the same
 /// sequence: start() after the set-up phase; then per iteration
@@ -84,6 +101,7 @@ struct cg_control {
   T rtol, atol;
   std::int64_t max_iterations, interval;
   bool jacobi;
+  bool pipelined;
   double* history;  ///< null, or max_iterations + 1 entries
   // State.
   double bnorm = 0, true_threshold = 0, true_rr = 0;
@@ -94,6 +112,9 @@ struct cg_control {
   cg_status status = cg_status::running;
   cg_phase next = cg_phase::search;
   bool true_current = true;  ///< true_rr is that of the current x
+  // Pipelined CG (Ghysels–Vanroose) only.
+  bool first = true;  ///< the next gather starts a recurrence (β = 0)
+  T gamma = 0, gamma_previous = 0, alpha_previous = 0;
 
   static cg_control make(const cg_options& o) {
     cg_control c{};
@@ -103,6 +124,8 @@ struct cg_control {
     c.interval = o.true_residual_interval;
     c.jacobi = o.preconditioner == cg_preconditioner::jacobi;
     c.history = o.history;
+    c.pipelined = o.pipelined;
+    c.first = true;
     c.status = cg_status::running;
     c.next = cg_phase::search;
     c.true_current = true;
@@ -126,7 +149,7 @@ struct cg_control {
     else if (jacobi && !finite(s.rz)) status = cg_status::bad_diagonal;
     else if (true_rr <= true_threshold) status = cg_status::converged;
     else if (max_iterations <= 0) status = cg_status::iteration_limit;
-    next = status == cg_status::running ? cg_phase::search : cg_phase::done;
+    next = status != cg_status::running ? cg_phase::done : pipelined ? cg_phase::restart : cg_phase::search;
   }
 
   /// After the search phase (p = z + β·p, Ap, p·Ap). Pre: next == search.
@@ -182,8 +205,54 @@ struct cg_control {
       next = cg_phase::done;
       return;
     }
+    if (pipelined) {  // restart the recurrences from the true residual
+      first = true;
+      next = cg_phase::restart;
+      return;
+    }
     beta = divide(rz, rz_previous);
     next = cg_phase::search;
+  }
+
+  /// Pipelined: after w = A·u.
+  TALLY_HD void after_restart() { next = cg_phase::gather; }
+
+  /// Pipelined: after the gather phase (n = A·M·w and its one reduction):
+  /// the stopping test on r·r, then α and β (Ghysels & Vanroose 2014, Alg. 3).
+  TALLY_HD void after_gather(const pipelined_sums<T>& s) {
+    gamma = s.gamma;
+    rr = s.rr;
+    if (history && iterations > 0 && !true_current) history[iterations] = divide(root(static_cast<double>(rr)), bnorm);
+    if (!finite(s.gamma) || !finite(s.delta) || !finite(s.rr)) {
+      status = cg_status::non_finite;
+      next = cg_phase::done;
+      return;
+    }
+    const bool check = rr <= threshold || (interval > 0 && iterations % interval == 0) || iterations >= max_iterations;
+    if (check && !true_current) {  // after a true residual, go on without asking again
+      next = cg_phase::true_residual;
+      return;
+    }
+    beta = first ? T(0) : divide(gamma, gamma_previous);
+    // p·Ap of the recurrence: δ − β·γ/α_previous.
+    const T pap = first ? s.delta : s.delta - multiply_rounded(beta, divide(gamma, alpha_previous));
+    if (!(pap > T(0))) {
+      status = finite(pap) ? cg_status::breakdown : cg_status::non_finite;
+      next = cg_phase::done;
+      return;
+    }
+    alpha = divide(gamma, pap);
+    next = cg_phase::vectors;
+  }
+
+  /// Pipelined: after the vector recurrences (x, r, u, w, p, s, q, z).
+  TALLY_HD void after_vectors() {
+    ++iterations;
+    true_current = false;
+    first = false;
+    gamma_previous = gamma;
+    alpha_previous = alpha;
+    next = cg_phase::gather;
   }
 
   /// True when the solve stopped with an x whose true residual is unknown

@@ -27,6 +27,12 @@ struct cg_vectors {
   T* ap;
   T* dinv;  ///< Jacobi: 1 / diagonal (NaN where the diagonal is not positive and finite); none: 1
   std::int64_t n;
+  // Pipelined CG only (null otherwise): u is z; p is p[0].
+  T* w;  ///< A·u
+  T* an; ///< n = A·M·w
+  T* s;  ///< A·p
+  T* q;  ///< M·s
+  T* t;  ///< A·q (the paper's z)
 };
 
 /// r = b − A·x with rows accumulated in double; r_i rounded to T.
@@ -96,6 +102,58 @@ TALLY_HD_INLINE residual_sums<T> true_residual_row(const Op& A, const cg_vectors
   v.r[i] = r;
   v.z[i] = z;
   return {0.0, multiply_rounded(rd, rd), multiply_rounded(r, r), multiply_rounded(r, z)};
+}
+
+}  // namespace tally::solvers::detail
+
+namespace tally::solvers::detail {
+
+/// Pipelined set-up: the standard set-up, and s = q = t = 0 (so that the
+/// first recurrences, with β = 0, read finite values).
+template <class T, class Op, class Fresh>
+TALLY_HD_INLINE residual_sums<T> pipelined_setup_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, bool jacobi,
+                                                     const Fresh& fresh) {
+  v.s[i] = T(0);
+  v.q[i] = T(0);
+  v.t[i] = T(0);
+  return setup_row(A, v, i, jacobi, fresh);
+}
+
+/// Pipelined restart: w = A·u (u is v.z). No reduction (a zero leaf).
+template <class T, class Op, class Fresh>
+TALLY_HD_INLINE search_sums<T> restart_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, const Fresh& fresh) {
+  v.w[i] = A.template row_product<T>(i, [&](std::int64_t j) { return fresh(v.z + j); });
+  return {T(0)};
+}
+
+/// Pipelined gather: n = A·m with m = M·w (each m_j recomputed as the owner
+/// computes it); leaves γ = r·u, δ = w·u, r·r.
+template <class T, class Op, class Fresh>
+TALLY_HD_INLINE pipelined_sums<T> gather_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, const Fresh& fresh) {
+  v.an[i] = A.template row_product<T>(i, [&](std::int64_t j) { return multiply_rounded(fresh(v.dinv + j), fresh(v.w + j)); });
+  const T r = v.r[i], u = v.z[i], w = v.w[i];
+  return {multiply_rounded(r, u), multiply_rounded(w, u), multiply_rounded(r, r)};
+}
+
+/// Pipelined vectors: z = n + βz, q = m + βq, s = w + βs, p = u + βp;
+/// x += αp, r −= αs, u −= αq, w −= αz. No reduction (a zero leaf).
+template <class T>
+TALLY_HD_INLINE search_sums<T> vectors_row(const cg_vectors<T>& v, std::int64_t i, T alpha, T beta) {
+  const T w = v.w[i], u = v.z[i];
+  const T m = multiply_rounded(v.dinv[i], w);
+  const T t = v.an[i] + multiply_rounded(beta, v.t[i]);
+  const T q = m + multiply_rounded(beta, v.q[i]);
+  const T s = w + multiply_rounded(beta, v.s[i]);
+  const T p = u + multiply_rounded(beta, v.p[0][i]);
+  v.t[i] = t;
+  v.q[i] = q;
+  v.s[i] = s;
+  v.p[0][i] = p;
+  v.x[i] = v.x[i] + multiply_rounded(alpha, p);
+  v.r[i] = v.r[i] - multiply_rounded(alpha, s);
+  v.z[i] = u - multiply_rounded(alpha, q);
+  v.w[i] = w - multiply_rounded(alpha, t);
+  return {T(0)};
 }
 
 }  // namespace tally::solvers::detail
