@@ -9,6 +9,8 @@
 
 #include "test_cg_support.hpp"
 
+TALLY_TEST_CG_ALL_GPU_INSTANCES()
+
 namespace tally::testing {
 namespace {
 

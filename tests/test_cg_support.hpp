@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -14,6 +15,25 @@
 #include "backends.hpp"
 #include "random.hpp"
 #include "tally/solvers/solvers.hpp"
+
+// The GPU solves the CG tests use are instantiated once, in test_cg.cu, so
+// that the other test files do not compile the kernels again.
+#define TALLY_TEST_CG_GPU_INSTANCES(PREFIX, OP, T)                                                                    \
+  PREFIX template tally::solvers::cg_result tally::solvers::cg<OP, T>(const tally::gpu_backend&, const OP&, const T*, \
+                                                                     T*, const tally::solvers::cg_options&);         \
+  PREFIX template tally::solvers::cg_mode tally::solvers::cg_async<OP, T>(                                           \
+      const tally::gpu_backend&, const OP&, const T*, T*, const tally::solvers::cg_options&,                          \
+      tally::solvers::cg_device_result*, std::string*);
+namespace tally::testing {
+using csr_f32 = tally::solvers::csr_view<float, std::int32_t>;
+using csr_f64 = tally::solvers::csr_view<double, std::int32_t>;
+using stencil_f32 = tally::solvers::stencil_operator<float>;
+}  // namespace tally::testing
+#define TALLY_TEST_CG_ALL_GPU_INSTANCES(PREFIX)                              \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f32, float)      \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f64, double)     \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::stencil_f32, float)
+TALLY_TEST_CG_ALL_GPU_INSTANCES(extern)
 
 namespace tally::testing {
 
