@@ -92,6 +92,23 @@ TYPED_TEST(Cg, ConvergesFromANonZeroGuessOnAnIrregularMatrix) {
   EXPECT_NE(out.history[0], 1.0);
 }
 
+// The absolute tolerance alone stops the solve: ‖b − A·x‖ ≤ atol.
+TYPED_TEST(Cg, AbsoluteToleranceStops) {
+  SCOPED_TRACE(this->rng.trace());
+  const auto a = sv::poisson3d_27pt<double, std::int32_t>(8);
+  const auto b = random_rhs(a, this->rng);
+  long double bb = 0;
+  for (double v : b) bb += static_cast<long double>(v) * v;
+  sv::cg_options o;
+  o.rtol = 0;
+  o.atol = 1e-4 * static_cast<double>(std::sqrt(bb));
+  const auto out = solve_on<TypeParam>(a, b, std::vector<double>(b.size(), 0.0), o);
+  ASSERT_EQ(out.result.status, sv::cg_status::converged);
+  const long double absolute = reference_relative_residual(a, b, out.x) * std::sqrt(bb);
+  EXPECT_LE(absolute, o.atol * 1.001);
+  EXPECT_GT(absolute, o.atol * 1e-3);  // stopped near atol, not at a much tighter tolerance
+}
+
 // b = 0: x = 0 at once, whatever x0 was.
 TYPED_TEST(Cg, ZeroRightHandSideGivesZeroAtOnce) {
   const auto a = sv::poisson3d_7pt<float, std::int32_t>(5);
