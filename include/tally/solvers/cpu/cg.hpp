@@ -1,0 +1,156 @@
+// The CPU backend of cg(): OpenMP loops over aligned chunks of rows, each
+// loop fused the way the GPU kernels are (SpMV with p·Ap; x, r, z with r·r
+// and r·z), every reduction through the fixed tree (detail/host_tree.hpp),
+// every scalar decision in detail/cg_control.hpp. Same bits as the GPU.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include "tally/core/backend.hpp"
+#include "tally/core/config.hpp"
+#include "tally/core/tree.hpp"
+#include "tally/solvers/cg.hpp"
+#include "tally/solvers/detail/cg_checks.hpp"
+#include "tally/solvers/detail/cg_control.hpp"
+#include "tally/solvers/detail/cg_rows.hpp"
+#include "tally/solvers/detail/host_tree.hpp"
+
+namespace tally::solvers {
+
+namespace detail {
+
+/// Rows per chunk on the CPU: an aligned power-of-two subtree of the tree
+/// (any such size gives the same root).
+inline constexpr std::int64_t kHostChunkRows = 4096;
+
+/// Plain reads (host code; __host__ __device__ only so the shared row
+/// functions can call it in either compilation pass).
+struct plain_read {
+  template <class T>
+  TALLY_HD_INLINE T operator()(const T* p) const { return *p; }
+};
+
+/// Runs leaf(i) for every row, chunk by chunk in parallel, and returns the
+/// tree's root over the leaves (V leaves to a vector).
+template <int V, class S, class Leaf>
+S reduce_rows(std::int64_t n, int threads, const Leaf& leaf) {
+  const std::int64_t chunks = (n + kHostChunkRows - 1) / kHostChunkRows;
+  std::vector<S> values(static_cast<std::size_t>(chunks));
+#pragma omp parallel num_threads(threads) if (chunks > 1)
+  {
+    std::vector<S> leaves(kHostChunkRows), scratch(kHostChunkRows / 2);
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      const std::int64_t first = c * kHostChunkRows, count = std::min(kHostChunkRows, n - first);
+      for (std::int64_t k = 0; k < count; ++k) leaves[k] = leaf(first + k);
+      values[c] = chunk_value<V>(leaves.data(), count, scratch.data(), add_sums{});
+    }
+  }
+  return root_value(values, add_sums{});
+}
+
+inline int host_threads(const cpu_backend& backend) {
+#if defined(_OPENMP)
+  return backend.threads > 0 ? backend.threads : omp_get_max_threads();
+#else
+  (void)backend;
+  return 1;
+#endif
+}
+
+}  // namespace detail
+
+/// Solves A·x = b by (Jacobi-preconditioned) conjugate gradient on the CPU.
+/// A is a csr_view (host memory) or a stencil_operator; b and x hold A.rows
+/// elements of host memory, x the initial guess on entry.
+/// Pre: A symmetric positive definite for convergence (else a breakdown
+/// result); options valid (invalid_argument otherwise).
+/// Post: x holds the last iterate (0 when b = 0); the result's status says
+/// why it stopped. Same bits as the GPU backend for any thread count.
+template <class Op, class T>
+cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg_options& options = {}) {
+  detail::check_cg_arguments(A, b, x, options);
+  constexpr int V = tree::vector_width<T>;
+  const std::int64_t n = A.rows;
+  const int threads = detail::host_threads(backend);
+  std::vector<T> r(n), z(n), p0(n), p1(n), ap(n), dinv(n);
+  const std::int64_t extra = options.pipelined ? n : 0;
+  std::vector<T> w(extra), an(extra), s(extra), q(extra), t(extra);
+  const detail::cg_vectors<T> v{b,      x,       r.data(), z.data(), {p0.data(), p1.data()}, ap.data(), dinv.data(), n,
+                                w.data(), an.data(), s.data(), q.data(), t.data()};
+  const detail::plain_read fresh;
+  auto control = detail::cg_control<T>::make(options);
+  cg_result result;
+
+  if (n == 0) {  // the empty system: b = 0
+    control.start({0.0, 0.0, T(0), T(0)});
+  } else {
+    control.start(detail::reduce_rows<V, detail::residual_sums<T>>(n, threads, [&](std::int64_t i) {
+      return control.pipelined ? detail::pipelined_setup_row(A, v, i, control.jacobi, fresh)
+                               : detail::setup_row(A, v, i, control.jacobi, fresh);
+    }));
+  }
+  if (control.status == cg_status::converged && control.bnorm == 0) std::fill(x, x + n, T(0));
+
+  auto true_residual = [&] {
+    control.after_true_residual(detail::reduce_rows<V, detail::residual_sums<T>>(
+        n, threads, [&](std::int64_t i) { return detail::true_residual_row(A, v, i, fresh); }));
+  };
+  while (control.next != detail::cg_phase::done) {
+    switch (control.next) {
+      case detail::cg_phase::search: {
+        const T* from = v.p[control.searches & 1];
+        T* to = v.p[(control.searches + 1) & 1];
+        const T beta = control.beta;
+        // The new direction first (the GPU recomputes it per gather instead:
+        // the same bits), then the product with it.
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > detail::kHostChunkRows)
+        for (std::int64_t i = 0; i < n; ++i) to[i] = detail::direction(v, from, i, beta, fresh);
+        control.after_search(detail::reduce_rows<V, detail::search_sums<T>>(n, threads, [&](std::int64_t i) {
+          return detail::search_row(A, v, i, to[i], [&](std::int64_t j) { return to[j]; });
+        }));
+        break;
+      }
+      case detail::cg_phase::update: {
+        const T* p = v.p[control.searches & 1];
+        const T alpha = control.alpha;
+        control.after_update(detail::reduce_rows<V, detail::update_sums<T>>(
+            n, threads, [&](std::int64_t i) { return detail::update_row(v, p, i, alpha); }));
+        break;
+      }
+      case detail::cg_phase::true_residual: true_residual(); break;
+      case detail::cg_phase::restart:
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > detail::kHostChunkRows)
+        for (std::int64_t i = 0; i < n; ++i) detail::restart_row(A, v, i, fresh);
+        control.after_restart();
+        break;
+      case detail::cg_phase::gather:
+        control.after_gather(detail::reduce_rows<V, detail::pipelined_sums<T>>(
+            n, threads, [&](std::int64_t i) { return detail::gather_row(A, v, i, fresh); }));
+        break;
+      case detail::cg_phase::vectors: {
+        const T alpha = control.alpha, beta = control.beta;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > detail::kHostChunkRows)
+        for (std::int64_t i = 0; i < n; ++i) detail::vectors_row(v, i, alpha, beta);
+        control.after_vectors();
+        break;
+      }
+      case detail::cg_phase::done: break;
+    }
+  }
+  if (control.needs_final_residual()) true_residual();
+
+  result.iterations = control.iterations;
+  result.status = control.status;
+  result.relative_residual = control.relative_residual();
+  result.rhs_norm = control.bnorm;
+  return result;
+}
+
+}  // namespace tally::solvers

@@ -1,0 +1,335 @@
+// The CG kernels. Every phase of the iteration (detail/cg_rows.hpp) runs over
+// aligned chunks of rows and leaves one partial sum per chunk; the tree over
+// the partials gives the phase's reductions, and detail/cg_control.hpp turns
+// them into the next step. Two ways to run the phases:
+//
+//  * persistent: one cooperative kernel runs the whole solve. After each
+//    phase a grid-wide barrier; then every block reduces the partials itself
+//    (the same tree, so the same bits in every block) and takes the same
+//    decision, so no second barrier is needed to broadcast it. Two barriers
+//    an iteration (search; update), a third only when the true residual is
+//    recomputed. The new search direction p = z + β·p is not stored before
+//    the product A·p: each row recomputes it for the columns it reads (the
+//    same bits as the owner's), so the direction update needs no barrier.
+//  * graph: one kernel per phase, one chunk per block; the last block to
+//    finish (a counter, not an atomic on values) reduces the partials and
+//    updates the control block in global memory. The kernels of a step check
+//    the control block and do nothing once the solve is over, so a CUDA
+//    graph can loop over them on the device (cuda/cg.cuh).
+#pragma once
+
+#include <cstdint>
+
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
+
+#include "tally/core/tree.hpp"
+#include "tally/solvers/cuda/cg_tree.cuh"
+#include "tally/solvers/detail/cg_control.hpp"
+#include "tally/solvers/detail/cg_rows.hpp"
+
+namespace tally::solvers::kernels {
+
+using detail::cg_control;
+using detail::cg_phase;
+using detail::cg_vectors;
+using detail::residual_sums;
+using detail::search_sums;
+using detail::pipelined_sums;
+using detail::update_sums;
+
+/// What the solve leaves in device memory for the caller.
+struct cg_device_result {
+  std::int64_t iterations;
+  int status;  ///< a cg_status
+  double relative_residual;
+  double rhs_norm;
+};
+
+/// Scratch of one solve, in device memory.
+template <class T>
+struct cg_scratch {
+  cg_control<T>* control;          ///< graph mode: the solve's scalar state
+  residual_sums<T>* residual_partials;
+  search_sums<T>* search_partials;
+  update_sums<T>* update_partials;
+  pipelined_sums<T>* pipelined_partials;
+  unsigned* arrivals;              ///< graph mode: blocks done with the current kernel; zero at rest
+  std::int64_t chunks;             ///< partials per phase
+  int passes;                      ///< kThreads-row passes per chunk
+};
+
+/// Reads of vectors written earlier in the solve. Persistent: through L2
+/// (other blocks wrote them in this kernel). Graph: through the read-only
+/// cache (they do not change during the kernel).
+template <bool Persistent>
+struct fresh_read {
+  template <class T>
+  __device__ __forceinline__ T operator()(const T* p) const {
+    if constexpr (Persistent) return __ldcg(p);
+    else return __ldg(p);
+  }
+};
+
+template <class T>
+inline constexpr int kV = tree::vector_width<T>;
+
+/// Runs `leaf` over the rows of chunk c and stores the chunk's value.
+template <class T, class S, class Leaf>
+__device__ __forceinline__ void chunk_phase(std::int64_t c, const cg_scratch<T>& s, std::int64_t n, S* partials,
+                                            const Leaf& leaf, block_storage<S>& storage) {
+  const std::int64_t rows = static_cast<std::int64_t>(kThreads) * s.passes;
+  const auto value = chunk_tree<kV<T>, S>(c * rows, s.passes, n, leaf, detail::add_sums{}, storage);
+  if (threadIdx.x == 0) partials[c] = value.value;  // every chunk holds a row, so the value is never empty
+}
+
+// The phases' row functions, for one chunk.
+template <bool Persistent, class T, class Op>
+struct phases {
+  const Op& A;
+  const cg_vectors<T>& v;
+  const cg_control<T>& control;
+
+  __device__ residual_sums<T> setup(std::int64_t i) const {
+    if (control.pipelined) return detail::pipelined_setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
+    return detail::setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
+  }
+  __device__ search_sums<T> search(std::int64_t i) const {
+    const fresh_read<Persistent> fresh;
+    const T* from = v.p[control.searches & 1];
+    T* to = v.p[(control.searches + 1) & 1];
+    const T beta = control.beta;
+    const T p_i = detail::direction(v, from, i, beta, fresh);
+    to[i] = p_i;
+    return detail::search_row(A, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
+  }
+  // After the search phase `searches` was incremented: the new p is p[searches & 1].
+  __device__ update_sums<T> update(std::int64_t i) const {
+    return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
+  }
+  __device__ residual_sums<T> true_residual(std::int64_t i) const {
+    return detail::true_residual_row(A, v, i, fresh_read<Persistent>{});
+  }
+  // Pipelined CG.
+  __device__ search_sums<T> restart(std::int64_t i) const { return detail::restart_row(A, v, i, fresh_read<Persistent>{}); }
+  __device__ pipelined_sums<T> gather(std::int64_t i) const { return detail::gather_row(A, v, i, fresh_read<Persistent>{}); }
+  __device__ search_sums<T> vectors(std::int64_t i) const { return detail::vectors_row(v, i, control.alpha, control.beta); }
+};
+
+/// Shared memory of the kernels: the control block (a copy per block in the
+/// persistent kernel) and the reductions' storage. Raw bytes: __shared__
+/// variables cannot have constructors.
+template <class T>
+struct shared_state {
+  alignas(cg_control<T>) unsigned char control_bytes[sizeof(cg_control<T>)];
+  union {
+    block_storage<residual_sums<T>> residual;
+    block_storage<search_sums<T>> search;
+    block_storage<update_sums<T>> update;
+    block_storage<pipelined_sums<T>> pipelined;
+  } storage;
+  __device__ cg_control<T>& control() { return *reinterpret_cast<cg_control<T>*>(control_bytes); }
+};
+
+/// The solve as one cooperative kernel. Pre: launched cooperatively with
+/// kThreads threads and gridDim.x <= s.chunks blocks, all co-resident;
+/// `initial` made by cg_control::make. Post: x, the history (block 0 writes
+/// it) and *result hold the outcome.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, const cg_vectors<T> v,
+                                                                 const cg_control<T> initial, const cg_scratch<T> s,
+                                                                 cg_device_result* result) {
+  namespace cgx = cooperative_groups;
+  const cgx::grid_group grid = cgx::this_grid();
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (threadIdx.x == 0) {
+    control = initial;
+    if (blockIdx.x != 0) control.history = nullptr;  // one writer
+  }
+  __syncthreads();
+  const phases<true, T, Op> rows{A, v, control};
+  const std::int64_t n = v.n;
+
+  // Each phase: this block's chunks, the barrier, then the root in every block.
+  auto run_residual = [&](bool setup) {
+    for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
+      if (setup) chunk_phase(c, s, n, s.residual_partials, [&](std::int64_t i) { return rows.setup(i); }, sh.storage.residual);
+      else chunk_phase(c, s, n, s.residual_partials, [&](std::int64_t i) { return rows.true_residual(i); }, sh.storage.residual);
+    }
+    grid.sync();
+    const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
+    if (threadIdx.x == 0) {
+      if (setup) control.start(root.value);
+      else control.after_true_residual(root.value);
+    }
+    __syncthreads();
+  };
+
+  run_residual(true);
+  if (control.status == cg_status::converged && control.bnorm == 0) {
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(kThreads) + threadIdx.x; i < n;
+         i += static_cast<std::int64_t>(gridDim.x) * kThreads)
+      v.x[i] = T(0);
+  }
+  while (control.next != cg_phase::done) {
+    if (control.next == cg_phase::search) {
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+        chunk_phase(c, s, n, s.search_partials, [&](std::int64_t i) { return rows.search(i); }, sh.storage.search);
+      grid.sync();
+      const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
+      if (threadIdx.x == 0) control.after_search(root.value);
+      __syncthreads();
+    } else if (control.next == cg_phase::update) {
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+        chunk_phase(c, s, n, s.update_partials, [&](std::int64_t i) { return rows.update(i); }, sh.storage.update);
+      grid.sync();
+      const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
+      if (threadIdx.x == 0) control.after_update(root.value);
+      __syncthreads();
+    } else if (control.next == cg_phase::true_residual) {
+      run_residual(false);
+    } else if (control.next == cg_phase::gather) {  // pipelined: the one reduction of an iteration
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+        chunk_phase(c, s, n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); }, sh.storage.pipelined);
+      grid.sync();
+      const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+      if (threadIdx.x == 0) control.after_gather(root.value);
+      __syncthreads();
+    } else {  // pipelined restart or vectors: no reduction, only the barrier before the next gather
+      const bool restart = control.next == cg_phase::restart;
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
+        const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
+        for (std::int64_t i = c * rows_per_chunk + threadIdx.x; i < (c + 1) * rows_per_chunk && i < n; i += kThreads) {
+          if (restart) rows.restart(i);
+          else rows.vectors(i);
+        }
+      }
+      grid.sync();
+      if (threadIdx.x == 0) {
+        if (restart) control.after_restart();
+        else control.after_vectors();
+      }
+      __syncthreads();
+    }
+  }
+  if (control.needs_final_residual()) run_residual(false);
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    *result = {control.iterations, static_cast<int>(control.status), control.relative_residual(), control.bnorm};
+}
+
+/// Graph mode, set-up: copies `initial` into s.control (block 0, before any
+/// block reads it: the next kernel). One chunk per block.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg_vectors<T> v,
+                                                            const cg_control<T> initial, const cg_scratch<T> s);
+
+/// Graph mode, one phase over one chunk per block, the last block reducing.
+/// Does nothing unless the control block says this phase is next (or, for
+/// Final, that the final residual is needed). `handle_setter`: the kernel that
+/// sets the device-side loop's condition (the last of a loop body).
+template <cg_phase Phase, bool Final, class T, class Op>
+__global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
+                                                            cudaGraphConditionalHandle handle, bool sets_handle);
+
+/// Graph mode, the end: zero x when b = 0, write *result.
+template <class T>
+__global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, cg_device_result* result) {
+  const cg_control<T>& control = *s.control;
+  if (control.status == cg_status::converged && control.bnorm == 0) {
+    for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < v.n;
+         i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+      v.x[i] = T(0);
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    *result = {control.iterations, static_cast<int>(control.status), control.relative_residual(), control.bnorm};
+}
+
+/// The last block of a graph-mode kernel to arrive: true in every thread of
+/// that block. Pre: every block calls it once, after writing its partial.
+__device__ __forceinline__ bool last_to_arrive(unsigned* arrivals, unsigned blocks) {
+  __shared__ int last;
+  __threadfence();  // this block's partial before its arrival
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(arrivals, 1u) + 1 == blocks;
+    if (last) __threadfence();  // the arrivals before reading the partials
+  }
+  __syncthreads();
+  return last != 0;
+}
+
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg_vectors<T> v,
+                                                            const cg_control<T> initial, const cg_scratch<T> s) {
+  __shared__ shared_state<T> sh;
+  const phases<false, T, Op> rows{A, v, initial};
+  chunk_phase(blockIdx.x, s, v.n, s.residual_partials, [&](std::int64_t i) { return rows.setup(i); }, sh.storage.residual);
+  if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+  const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
+  if (threadIdx.x == 0) {
+    cg_control<T> control = initial;
+    control.start(root.value);
+    *s.control = control;
+    *s.arrivals = 0;
+  }
+}
+
+template <cg_phase Phase, bool Final, class T, class Op>
+__global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
+                                                            cudaGraphConditionalHandle handle, bool sets_handle) {
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
+  __syncthreads();
+  const bool active = Final ? control.needs_final_residual() : control.next == Phase;
+  if (!active) {
+    if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+    return;
+  }
+  const phases<false, T, Op> rows{A, v, control};
+  if constexpr (Phase == cg_phase::search) {
+    chunk_phase(blockIdx.x, s, v.n, s.search_partials, [&](std::int64_t i) { return rows.search(i); }, sh.storage.search);
+  } else if constexpr (Phase == cg_phase::update) {
+    chunk_phase(blockIdx.x, s, v.n, s.update_partials, [&](std::int64_t i) { return rows.update(i); }, sh.storage.update);
+  } else if constexpr (Phase == cg_phase::true_residual) {
+    chunk_phase(blockIdx.x, s, v.n, s.residual_partials, [&](std::int64_t i) { return rows.true_residual(i); },
+                sh.storage.residual);
+  } else if constexpr (Phase == cg_phase::gather) {
+    chunk_phase(blockIdx.x, s, v.n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); },
+                sh.storage.pipelined);
+  } else {  // restart, vectors: no reduction
+    const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
+    for (std::int64_t i = blockIdx.x * rows_per_chunk + threadIdx.x; i < (blockIdx.x + 1) * rows_per_chunk && i < v.n;
+         i += kThreads) {
+      if constexpr (Phase == cg_phase::restart) rows.restart(i);
+      else rows.vectors(i);
+    }
+  }
+  if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+  // The last block: the root, the decision, the control block for the next kernel.
+  if constexpr (Phase == cg_phase::search) {
+    const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
+    if (threadIdx.x == 0) control.after_search(root.value);
+  } else if constexpr (Phase == cg_phase::update) {
+    const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
+    if (threadIdx.x == 0) control.after_update(root.value);
+  } else if constexpr (Phase == cg_phase::true_residual) {
+    const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
+    if (threadIdx.x == 0) control.after_true_residual(root.value);
+  } else if constexpr (Phase == cg_phase::gather) {
+    const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+    if (threadIdx.x == 0) control.after_gather(root.value);
+  } else if constexpr (Phase == cg_phase::restart) {
+    if (threadIdx.x == 0) control.after_restart();
+  } else {
+    if (threadIdx.x == 0) control.after_vectors();
+  }
+  if (threadIdx.x == 0) {
+    *s.control = control;
+    *s.arrivals = 0;
+    if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+  }
+}
+
+}  // namespace tally::solvers::kernels

@@ -1,0 +1,123 @@
+// The fixed tree (core/tree.hpp) inside the CG kernels: one block reduces an
+// aligned chunk of rows to one value, and a block reduces the chunks' values
+// to the root. Chunks are aligned power-of-two ranges of the tree's vectors,
+// so the root equals tally::dot's tree over the same leaves, bit for bit.
+#pragma once
+
+#include <cstdint>
+
+#include "tally/core/tree.hpp"
+#include "tally/cuda/device/block_reduce.cuh"
+#include "tally/cuda/device/shuffle.cuh"
+#include "tally/cuda/device/warp_reduce.cuh"
+
+namespace tally::solvers::kernels {
+
+inline constexpr int kThreads = 256;
+inline constexpr int kWarps = kThreads / 32;
+
+template <class S>
+using block_storage = device::block_reduce_storage<S, kThreads>;
+
+/// Reads memory another block wrote during this kernel (L2, not L1).
+template <class T>
+__device__ __forceinline__ T load_cg(const T* p) {
+  static_assert(sizeof(T) % 4 == 0, "load_cg moves 32-bit words");
+  T value;
+  unsigned* words = reinterpret_cast<unsigned*>(&value);
+#pragma unroll
+  for (int w = 0; w < static_cast<int>(sizeof(T) / 4); ++w) words[w] = __ldcg(reinterpret_cast<const unsigned*>(p) + w);
+  return value;
+}
+
+/// maybe<S> moved `delta` lanes down; empty where lane + delta is past the warp.
+template <class S>
+__device__ __forceinline__ tree::maybe<S> shuffle_maybe(const tree::maybe<S>& v, int delta) {
+  tree::maybe<S> out;
+  out.value = device::shuffle_down(v.value, delta);
+  out.has = __shfl_down_sync(device::kFullMask, v.has ? 1 : 0, delta) != 0;
+  if ((threadIdx.x & 31) + delta >= 32) out.has = false;
+  return out;
+}
+
+/// The tree over a warp's 32 leaves (lane order, consecutive elements): V
+/// leaves folded left to right into each vector, the 32/V vectors combined
+/// by the balanced tree. The result is in lane 0. Pre: all lanes call it.
+template <int V, class S, class Op>
+__device__ __forceinline__ tree::maybe<S> warp_leaves_tree(const tree::maybe<S>& leaf, const Op& op) {
+  static_assert(V >= 1 && 32 % V == 0, "vectors must tile a warp");
+  tree::maybe<S> acc = leaf;
+#pragma unroll
+  for (int e = 1; e < V; ++e) acc = tree::combine(acc, shuffle_maybe(leaf, e), op);
+#pragma unroll
+  for (int delta = V; delta < 32; delta <<= 1) acc = tree::combine(acc, shuffle_maybe(acc, delta), op);
+  return acc;
+}
+
+/// Accumulates the values of consecutive aligned equal-size subtrees (the
+/// passes of a chunk) into their balanced tree: a binary counter, as in
+/// kernels/reduce.cuh's serial_subtree. Used by one thread.
+template <class S, int kLevels>
+struct subtree_stack {
+  tree::maybe<S> level[kLevels];
+  int count = 0;
+  template <class Op>
+  __device__ __forceinline__ void push(tree::maybe<S> node, const Op& op) {
+    int h = 0;
+    for (int bits = count; bits & 1; bits >>= 1, ++h) node = tree::combine(level[h], node, op);
+    level[h] = node;
+    ++count;
+  }
+  /// The root once a power-of-two number (at least one) of values was pushed;
+  /// empty before any push.
+  __device__ __forceinline__ tree::maybe<S> root() const {
+    if (count == 0) return {S{}, false};
+    return level[tree::bit_width(static_cast<std::uint64_t>(count)) - 1];
+  }
+};
+
+/// The value (in thread 0) of one chunk: `passes` (a power of two, at most
+/// 64) consecutive runs of kThreads rows from `first`; row i's leaf is
+/// leaf(i) for i < n, empty beyond. `first` is a multiple of kThreads·passes.
+/// Pre: the whole block calls it.
+template <int V, class S, class Op, class Leaf>
+__device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_t n, const Leaf& leaf, const Op& op,
+                                     block_storage<S>& storage) {
+  subtree_stack<S, 7> stack;
+  for (int pass = 0; pass < passes; ++pass) {
+    const std::int64_t i = first + static_cast<std::int64_t>(pass) * kThreads + threadIdx.x;
+    tree::maybe<S> mine{S{}, false};
+    if (i < n) mine = {leaf(i), true};
+    const auto warp_value = warp_leaves_tree<V>(mine, op);
+    const auto pass_value = device::block_combine_warps<kThreads>(warp_value, op, storage);
+    if (threadIdx.x == 0) stack.push(pass_value, op);
+  }
+  return stack.root();  // empty in the other threads (they pushed nothing)
+}
+
+/// The tree's root (in thread 0) over values[0, count) (each an aligned
+/// subtree of one size, in index order), read through L2. Pre: the whole
+/// block calls it; count >= 1; the values were written before a grid-wide
+/// barrier or a fence this block synchronised with.
+template <class S, class Op>
+__device__ tree::maybe<S> root_tree(const S* values, std::int64_t count, const Op& op, block_storage<S>& storage) {
+  const std::int64_t padded = static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count)));
+  tree::maybe<S> mine{S{}, false};
+  if (padded <= kThreads) {
+    if (threadIdx.x < count) mine = {load_cg(values + threadIdx.x), true};
+  } else {
+    // Thread t: the aligned run [t·per, (t+1)·per), a subtree of its own.
+    const std::int64_t per = padded / kThreads;
+    const std::int64_t first = threadIdx.x * per;
+    subtree_stack<S, 24> stack;  // per <= 2^23
+    for (std::int64_t k = 0; k < per; ++k) {
+      tree::maybe<S> node{S{}, false};
+      if (first + k < count) node = {load_cg(values + first + k), true};
+      stack.push(node, op);
+    }
+    mine = stack.root();
+  }
+  return device::block_reduce<kThreads>(mine, op, storage);
+}
+
+}  // namespace tally::solvers::kernels

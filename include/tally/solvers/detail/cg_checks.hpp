@@ -1,0 +1,31 @@
+// Argument checks shared by both backends' cg().
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "tally/core/error.hpp"
+#include "tally/solvers/cg.hpp"
+
+namespace tally::solvers::detail {
+
+template <class Op, class T>
+void check_cg_arguments(const Op& A, const T* b, const T* x, const cg_options& o) {
+  using tally::detail::throw_invalid_argument;
+  if (A.rows != A.cols)
+    throw_invalid_argument("cg", "A", "must be square (" + std::to_string(A.rows) + " x " + std::to_string(A.cols) + ")");
+  if (A.rows < 0) throw_invalid_argument("cg", "A", "has a negative size");
+  if (A.rows > 0 && b == nullptr) throw_invalid_argument("cg", "b", "is null");
+  if (A.rows > 0 && x == nullptr) throw_invalid_argument("cg", "x", "is null");
+  if (A.rows > 0 && static_cast<const void*>(b) == static_cast<const void*>(x))
+    throw_invalid_argument("cg", "x", "must not be b");
+  if (!(o.rtol >= 0) || !std::isfinite(o.rtol)) throw_invalid_argument("cg", "options.rtol", "must be finite and >= 0");
+  if (!(o.atol >= 0) || !std::isfinite(o.atol)) throw_invalid_argument("cg", "options.atol", "must be finite and >= 0");
+  if (o.max_iterations < 0) throw_invalid_argument("cg", "options.max_iterations", "must be >= 0");
+  if (o.true_residual_interval < 0) throw_invalid_argument("cg", "options.true_residual_interval", "must be >= 0");
+  if (o.graph_unroll < 1 || o.graph_unroll > 64) throw_invalid_argument("cg", "options.graph_unroll", "must be in 1..64");
+  if (o.grid_blocks < 0) throw_invalid_argument("cg", "options.grid_blocks", "must be >= 0");
+}
+
+}  // namespace tally::solvers::detail

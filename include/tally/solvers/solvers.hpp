@@ -1,0 +1,21 @@
+// tally's solvers: sparse matrices (CSR, Matrix Market, Poisson generators),
+// the matrix-free stencil operator, and conjugate gradient on both backends.
+//
+//   #include <tally/solvers/solvers.hpp>
+//   auto A = tally::solvers::poisson3d_27pt<float, std::int32_t>(31);
+//   auto r = tally::solvers::cg(tally::cpu, A.view(), b, x, {});       // or tally::gpu with device memory
+//
+// The GPU backend is CUDA code: include this from a .cu file for it.
+#pragma once
+
+#include "tally/solvers/cg.hpp"
+#include "tally/solvers/cpu/cg.hpp"
+#include "tally/solvers/csr.hpp"
+#include "tally/solvers/device_csr.hpp"
+#include "tally/solvers/matrix_market.hpp"
+#include "tally/solvers/poisson.hpp"
+#include "tally/solvers/stencil.hpp"
+
+#if defined(__CUDACC__)
+#include "tally/solvers/cuda/cg.cuh"
+#endif

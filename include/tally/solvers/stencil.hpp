@@ -1,0 +1,80 @@
+// Matrix-free operators: the 3D 7-point and 27-point constant-coefficient
+// Poisson stencils on a g×g×g grid (poisson.hpp builds the same matrices as
+// CSR). The solvers take one in place of a matrix; it reads vectors only.
+//
+// Like csr_view, it is an operator (rows, row_product, diagonal), and it sums
+// each row's terms in the order the CSR matrix stores them (increasing
+// column), so both give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include "tally/core/config.hpp"
+#include "tally/core/error.hpp"
+#include "tally/core/operators.hpp"
+
+namespace tally::solvers {
+
+/// A g×g×g Poisson stencil: `points` is 7 (6 on the diagonal) or 27 (26,
+/// HPCG's), −1 for each neighbour inside the grid.
+template <class Value>
+struct stencil_operator {
+  using value_type = Value;
+  std::int64_t g = 0;
+  int points = 27;
+  std::int64_t rows = 0;  ///< g³
+  std::int64_t cols = 0;  ///< g³
+
+  /// Pre: g >= 1 and points is 7 or 27 (invalid_argument otherwise).
+  static stencil_operator make(std::int64_t g, int points) {
+    if (g < 1) tally::detail::throw_invalid_argument("stencil_operator", "g", "must be at least 1");
+    if (points != 7 && points != 27)
+      tally::detail::throw_invalid_argument("stencil_operator", "points", "must be 7 or 27");
+    return {g, points, g * g * g, g * g * g};
+  }
+
+  TALLY_HD_INLINE Value center() const { return points == 27 ? Value(26) : Value(6); }
+
+  /// Σ a(i, j)·v(j) over the stencil's points inside the grid, in increasing
+  /// j, each product rounded on its own (see csr_view::row_product).
+  template <class Acc = Value, class Vector>
+  TALLY_HD_INLINE Acc row_product(std::int64_t i, const Vector& v) const {
+    const std::int64_t x = i % g, y = (i / g) % g, z = i / (g * g);
+    Acc acc(0);
+    bool first = true;
+    auto add = [&](std::int64_t j, Acc a) {
+      const Acc term = tally::detail::multiply_rounded(a, static_cast<Acc>(v(j)));
+      acc = first ? term : acc + term;
+      first = false;
+    };
+    const Acc minus_one(-1), diag = static_cast<Acc>(center());
+    if (points == 27) {
+
+      for (int dz = -1; dz <= 1; ++dz) {
+        if (z + dz < 0 || z + dz >= g) continue;
+
+        for (int dy = -1; dy <= 1; ++dy) {
+          if (y + dy < 0 || y + dy >= g) continue;
+          const std::int64_t base = i + (dz * g + dy) * g;
+          if (x > 0) add(base - 1, minus_one);
+          add(base, (dz == 0 && dy == 0) ? diag : minus_one);
+          if (x + 1 < g) add(base + 1, minus_one);
+        }
+      }
+    } else {
+      if (z > 0) add(i - g * g, minus_one);
+      if (y > 0) add(i - g, minus_one);
+      if (x > 0) add(i - 1, minus_one);
+      add(i, diag);
+      if (x + 1 < g) add(i + 1, minus_one);
+      if (y + 1 < g) add(i + g, minus_one);
+      if (z + 1 < g) add(i + g * g, minus_one);
+    }
+    return acc;
+  }
+
+  /// a(i, i).
+  TALLY_HD_INLINE Value diagonal(std::int64_t) const { return center(); }
+};
+
+}  // namespace tally::solvers

@@ -1,0 +1,194 @@
+// CG's determinism: the same bits on every run, at every CPU thread count,
+// in every GPU mode and grid, and between the CPU and the GPU; the host tree
+// the CPU CG uses equals tally::dot; capture into a caller's CUDA graph.
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "test_cg_support.hpp"
+
+namespace tally::testing {
+namespace {
+
+class CgBits : public ::testing::Test {
+ protected:
+  random_source rng;
+};
+
+// The chunked host tree (one aligned chunk after another, then the chunk
+// values) is tally::dot's tree, for sizes around every chunk boundary.
+TEST_F(CgBits, HostChunkTreeEqualsTallyDot) {
+  SCOPED_TRACE(rng.trace());
+  auto check = [&](auto zero, std::int64_t n, std::int64_t chunk) {
+    using T = decltype(zero);
+    constexpr int V = tree::vector_width<T>;
+    const auto x = random_values<T>(rng, n), y = random_values<T>(rng, n);
+    std::vector<T> values, leaves(chunk), scratch(chunk);
+    for (std::int64_t first = 0; first < n; first += chunk) {
+      const std::int64_t count = std::min(chunk, n - first);
+      for (std::int64_t k = 0; k < count; ++k) leaves[k] = tally::detail::multiply_rounded(x[first + k], y[first + k]);
+      values.push_back(sv::detail::chunk_value<V>(leaves.data(), count, scratch.data(), sv::detail::add_sums{}));
+    }
+    const T mine = sv::detail::root_value(values, sv::detail::add_sums{});
+    T want;
+    tally::dot(tally::cpu, x.data(), y.data(), n, &want);
+    EXPECT_EQ(0, std::memcmp(&mine, &want, sizeof(T))) << "n=" << n << " chunk=" << chunk << " " << mine << " vs " << want;
+  };
+  for (std::int64_t n : {1, 3, 4, 5, 255, 256, 257, 4095, 4096, 4097, 70001, 300000})
+    for (std::int64_t chunk : {256, 4096, 32768}) {
+      check(float{}, n, chunk);
+      check(double{}, n, chunk);
+    }
+}
+
+// The CPU solve gives the same bits at 1, 2 and 3 threads and on a rerun.
+TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
+  SCOPED_TRACE(rng.trace());
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(24);  // 13 824 rows: 4 host chunks
+  const auto b = random_rhs(a, rng);
+  const std::vector<float> x0(b.size(), 0.0f);
+  const auto one = solve_on<cpu_side>(a, b, x0, {}, 0, 0, tally::cpu.with_threads(1));
+  ASSERT_EQ(one.result.status, sv::cg_status::converged);
+  for (int threads : {2, 3, 2}) {
+    const auto other = solve_on<cpu_side>(a, b, x0, {}, 0, 0, tally::cpu.with_threads(threads));
+    EXPECT_EQ(other.result.iterations, one.result.iterations) << threads;
+    EXPECT_TRUE(same_bits(other.x, one.x)) << threads;
+    EXPECT_TRUE(same_bits(other.history, one.history)) << threads;
+    EXPECT_EQ(other.result.relative_residual, one.result.relative_residual);
+  }
+  sv::cg_options pipelined;
+  pipelined.pipelined = true;
+  const auto p1 = solve_on<cpu_side>(a, b, x0, pipelined, 0, 0, tally::cpu.with_threads(1));
+  const auto p3 = solve_on<cpu_side>(a, b, x0, pipelined, 0, 0, tally::cpu.with_threads(3));
+  ASSERT_EQ(p1.result.status, sv::cg_status::converged);
+  EXPECT_EQ(p1.result.iterations, p3.result.iterations);
+  EXPECT_TRUE(same_bits(p1.x, p3.x));
+  EXPECT_TRUE(same_bits(p1.history, p3.history));
+}
+
+class CgBitsGpu : public CgBits {
+ protected:
+  void SetUp() override {
+    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+  }
+};
+
+template <class T>
+void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, const std::string& what) {
+  EXPECT_EQ(got.result.status, want.result.status) << what;
+  EXPECT_EQ(got.result.iterations, want.result.iterations) << what;
+  EXPECT_TRUE(same_bits(got.x, want.x)) << what << ": iterates differ";
+  EXPECT_TRUE(same_bits(got.history, want.history)) << what << ": residual histories differ";
+  EXPECT_EQ(got.result.relative_residual, want.result.relative_residual) << what;
+}
+
+// CPU and GPU: the same iterates, counts and histories, in each GPU mode and
+// grid, f32 and f64, CSR and matrix-free, Jacobi and none, with periodic
+// true residuals (sizes that are not multiples of a block or a chunk).
+TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
+  SCOPED_TRACE(rng.trace());
+  auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false) {
+    using T = decltype(zero);
+    const auto a = matrix_free == 7 ? sv::poisson3d_7pt<T, std::int32_t>(g) : sv::poisson3d_27pt<T, std::int32_t>(g);
+    const auto b = random_rhs(a, rng);
+    const std::vector<T> x0(b.size(), T(0.25));
+    sv::cg_options o;
+    o.preconditioner = pre;
+    o.true_residual_interval = 7;
+    o.rtol = sizeof(T) == 4 ? 1e-6 : 1e-12;
+    o.pipelined = pipelined;
+    const auto cpu = solve_on<cpu_side>(a, b, x0, o, matrix_free, g);
+    ASSERT_EQ(cpu.result.status, sv::cg_status::converged);
+    struct variant {
+      sv::cg_mode mode;
+      int grid, unroll;
+    };
+    for (const variant v : {variant{sv::cg_mode::persistent, 0, 1}, variant{sv::cg_mode::persistent, 3, 1},
+                            variant{sv::cg_mode::graph, 0, 1}, variant{sv::cg_mode::graph, 0, 4}}) {
+      o.mode = v.mode;
+      o.grid_blocks = v.grid;
+      o.graph_unroll = v.unroll;
+      const auto gpu = solve_on<gpu_side>(a, b, x0, o, matrix_free, g);
+      EXPECT_EQ(gpu.result.mode, v.mode);
+      expect_same_solve(cpu, gpu,
+                        std::string(pipelined ? "pipelined " : "") + sv::mode_name(v.mode) + " grid " + std::to_string(v.grid) + " unroll " +
+                            std::to_string(v.unroll) + " g=" + std::to_string(g) + " T=" + (sizeof(T) == 4 ? "f32" : "f64"));
+    }
+  };
+  run(float{}, 13, 0, sv::cg_preconditioner::jacobi);
+  run(double{}, 11, 0, sv::cg_preconditioner::none);
+  run(float{}, 17, 27, sv::cg_preconditioner::jacobi);
+  run(float{}, 15, 7, sv::cg_preconditioner::none);
+  run(float{}, 12, 0, sv::cg_preconditioner::jacobi, true);
+  run(double{}, 9, 0, sv::cg_preconditioner::none, true);
+  // Graph mode with several passes per chunk (more than 2048 blocks of rows).
+  run(float{}, 83, 7, sv::cg_preconditioner::jacobi);
+}
+
+// A persistent grid that cannot be co-resident falls back to the graph mode,
+// says so, and still gives the CPU's bits.
+TEST_F(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
+  SCOPED_TRACE(rng.trace());
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(9);
+  const auto b = random_rhs(a, rng);
+  const std::vector<float> x0(b.size(), 0.0f);
+  sv::cg_options o;
+  o.mode = sv::cg_mode::persistent;
+  o.grid_blocks = 1 << 20;
+  const auto gpu = solve_on<gpu_side>(a, b, x0, o);
+  EXPECT_EQ(gpu.result.mode, sv::cg_mode::graph);
+  EXPECT_NE(gpu.result.note.find("persistent mode not possible"), std::string::npos) << gpu.result.note;
+  expect_same_solve(solve_on<cpu_side>(a, b, x0, {}), gpu, "fallback");
+}
+
+// The whole solve captured into the caller's graph and replayed: each replay
+// gives the direct solve's bits (x reset before each).
+TEST_F(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
+  SCOPED_TRACE(rng.trace());
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(10);
+  const auto b = random_rhs(a, rng);
+  const std::int64_t n = a.rows;
+  const sv::device_csr<float, std::int32_t> A(a);
+  buffer<float> db(true, n), dx(true, n), dx0(true, n);
+  buffer<sv::cg_device_result> result(true, 1);
+  db.write(b);
+  dx0.write(std::vector<float>(n, 0.0f));
+  cudaStream_t stream;
+  TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  workspace ws;
+  const auto gpu = tally::gpu.on(stream).with(ws);
+  for (const auto mode : {sv::cg_mode::persistent, sv::cg_mode::graph}) {
+    sv::cg_options o;
+    o.mode = mode;
+    dx.write(std::vector<float>(n, 0.0f));
+    const auto direct = sv::cg(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o);  // also sizes ws
+    ASSERT_EQ(direct.status, sv::cg_status::converged);
+    const auto want = dx.read();
+
+    cudaGraph_t graph;
+    TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    TALLY_CUDA(cudaMemcpyAsync(dx.data(), dx0.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    const auto enqueued = sv::cg_async(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o, result.data());
+    TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
+    EXPECT_EQ(enqueued, mode);
+    cudaGraphExec_t exec;
+    TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 2; ++replay) {
+      dx.poison();
+      result.poison();
+      TALLY_CUDA(cudaGraphLaunch(exec, stream));
+      TALLY_CUDA(cudaStreamSynchronize(stream));
+      EXPECT_TRUE(same_bits(dx.read(), want)) << sv::mode_name(mode) << " replay " << replay;
+      const auto r = result.read()[0];
+      EXPECT_EQ(r.iterations, direct.iterations);
+      EXPECT_EQ(r.status, static_cast<int>(sv::cg_status::converged));
+      EXPECT_EQ(r.relative_residual, direct.relative_residual);
+    }
+    TALLY_CUDA(cudaGraphExecDestroy(exec));
+    TALLY_CUDA(cudaGraphDestroy(graph));
+  }
+  TALLY_CUDA(cudaStreamDestroy(stream));
+}
+
+}  // namespace
+}  // namespace tally::testing

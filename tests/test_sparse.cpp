@@ -1,0 +1,101 @@
+// Sparse matrices: the Poisson generators' sizes, symmetry and values, and
+// the matrix-free stencil against the CSR matrix, row by row, bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "random.hpp"
+#include "tally/solvers/poisson.hpp"
+#include "tally/solvers/stencil.hpp"
+
+namespace tally::testing {
+namespace {
+
+namespace sv = tally::solvers;
+
+template <class V, class I>
+void expect_symmetric_with_sorted_rows(const sv::host_csr<V, I>& a) {
+  std::map<std::pair<std::int64_t, std::int64_t>, V> seen;
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (auto k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      if (k > a.offsets[i]) {
+        ASSERT_LT(a.columns[k - 1], a.columns[k]) << "row " << i;
+      }
+      seen[{i, a.columns[k]}] = a.values[k];
+    }
+  for (const auto& [ij, v] : seen) ASSERT_EQ((seen[{ij.second, ij.first}]), v);
+}
+
+TEST(Poisson, SizesMatchHpcg) {
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(31);
+  EXPECT_EQ(a.rows, 29791);
+  EXPECT_EQ(a.nnz(), 753571);
+  // (3g − 2)^3 entries for the 27-point stencil, g^3 + 6 g^2 (g − 1) for 7, g^2 + 4 g (g − 1) for 5.
+  for (std::int64_t g : {1, 2, 3, 6}) {
+    EXPECT_EQ((sv::poisson3d_27pt<double, std::int64_t>(g).nnz()), (3 * g - 2) * (3 * g - 2) * (3 * g - 2)) << g;
+    EXPECT_EQ((sv::poisson3d_7pt<double, std::int32_t>(g).nnz()), g * g * g + 6 * g * g * (g - 1)) << g;
+    EXPECT_EQ((sv::poisson2d_5pt<float, std::int32_t>(g).nnz()), g * g + 4 * g * (g - 1)) << g;
+  }
+}
+
+TEST(Poisson, ValuesAndSymmetry) {
+  const auto a = sv::poisson3d_27pt<double, std::int32_t>(4);
+  expect_symmetric_with_sorted_rows(a);
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (auto k = a.offsets[i]; k < a.offsets[i + 1]; ++k) ASSERT_EQ(a.values[k], a.columns[k] == i ? 26.0 : -1.0);
+  // An interior point has all 26 neighbours: its row sums to 0.
+  const std::int64_t center = (1 * 4 + 1) * 4 + 1;
+  EXPECT_EQ(a.offsets[center + 1] - a.offsets[center], 27);
+  expect_symmetric_with_sorted_rows(sv::poisson3d_7pt<float, std::int32_t>(5));
+  expect_symmetric_with_sorted_rows(sv::poisson2d_5pt<float, std::int64_t>(6));
+  EXPECT_EQ((sv::poisson2d_5pt<float, std::int64_t>(6).view().diagonal(7)), 4.0f);
+}
+
+TEST(Poisson, BadSizesAreRejected) {
+  EXPECT_THROW((sv::poisson3d_27pt<float, std::int32_t>(0)), tally::invalid_argument);
+  EXPECT_THROW((sv::poisson3d_27pt<float, std::int32_t>(2000)), tally::invalid_argument);  // > 2^31 entries
+  EXPECT_THROW(sv::stencil_operator<float>::make(4, 9), tally::invalid_argument);
+}
+
+// The stencil's rows equal the CSR matrix's rows bit for bit, with products
+// rounded on their own in the same order.
+TEST(Stencil, RowProductsEqualCsrBitForBit) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (int points : {7, 27})
+    for (std::int64_t g : {1, 2, 5}) {
+      const auto a = points == 27 ? sv::poisson3d_27pt<float, std::int32_t>(g) : sv::poisson3d_7pt<float, std::int32_t>(g);
+      const auto s = sv::stencil_operator<float>::make(g, points);
+      const auto x = random_values<float>(rng, static_cast<std::size_t>(a.rows), -1e3, 1e3);
+      auto at = [&](std::int64_t j) { return x[j]; };
+      for (std::int64_t i = 0; i < a.rows; ++i) {
+        const float want = a.view().row_product(i, at), got = s.row_product(i, at);
+        ASSERT_EQ(0, std::memcmp(&want, &got, sizeof want)) << "points " << points << " g " << g << " row " << i;
+        const double wd = a.view().row_product<double>(i, at), gd = s.row_product<double>(i, at);
+        ASSERT_EQ(0, std::memcmp(&wd, &gd, sizeof wd));
+        ASSERT_EQ(a.view().diagonal(i), s.diagonal(i));
+      }
+    }
+}
+
+// row_product sums in stored order: a row whose order matters.
+TEST(Csr, RowProductSumsInStoredOrder) {
+  sv::host_csr<float, std::int32_t> a;
+  a.rows = 1;
+  a.cols = 3;
+  a.offsets = {0, 3};
+  a.columns = {0, 1, 2};
+  a.values = {1.0f, 1.0f, 1.0f};
+  const std::vector<float> x{1e8f, 1.0f, -1e8f};
+  auto at = [&](std::int64_t j) { return x[j]; };
+  EXPECT_EQ(a.view().row_product(0, at), 0.0f);  // (1e8 + 1) − 1e8 in float
+  a.columns = {0, 2, 1};
+  EXPECT_EQ(a.view().row_product(0, at), 1.0f);  // (1e8 − 1e8) + 1
+}
+
+}  // namespace
+}  // namespace tally::testing
