@@ -108,6 +108,20 @@ void gpu_problem::reset() {
   converged_gosa_ = false;
 }
 
+void gpu_problem::load(const host_fields& f) {
+  if (f.size.mi != size_.mi || f.size.mj != size_.mj || f.size.mk != size_.mk)
+    detail::throw_invalid_argument("himeno", "fields", "have another grid size than the problem");
+  const std::size_t bytes = static_cast<std::size_t>(size_.points()) * sizeof(float);
+  current_ = 0;
+  for (float* field : fields_) TALLY_CUDA(cudaMemcpyAsync(field, f.p.data(), bytes, cudaMemcpyHostToDevice, stream_));
+  for (int c = 0; c < kCoefficients; ++c)
+    TALLY_CUDA(cudaMemcpyAsync(coef_[c], f.coef[static_cast<std::size_t>(c)].data(), bytes, cudaMemcpyHostToDevice, stream_));
+  TALLY_CUDA(cudaMemsetAsync(state_, 0, sizeof(sweep_state), stream_));
+  TALLY_CUDA(cudaStreamSynchronize(stream_));
+  sweeps_run_ = 0;
+  converged_gosa_ = false;
+}
+
 int gpu_problem::default_blocks(gpu_pattern pattern) const {
   int device = 0, sms = 0, per_sm = 0;
   TALLY_CUDA(cudaGetDevice(&device));

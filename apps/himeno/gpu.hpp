@@ -68,6 +68,10 @@ class gpu_problem {
   /// Sets every field back to its initial value (stream-ordered).
   void reset();
 
+  /// Replaces the fields with f's (p into both p and wrk2, so boundaries
+  /// match; f.wrk2 is not used). Waits for the copies. Pre: f.size == size().
+  void load(const host_fields& f);
+
   /// Queues `sweeps` sweeps with `pattern`. GPU-side patterns return without
   /// waiting; host patterns (3, 4) wait for every sweep, as they must.
   /// Pre: sweeps >= 1; host patterns need host_patterns at construction.

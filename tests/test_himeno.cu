@@ -1,0 +1,387 @@
+// The Himeno benchmark (apps/himeno, issue 9): the sweeps on both backends
+// against a double-precision reference written here from the definition, the
+// GPU against the original loop bit for bit, the deterministic gosa across
+// runs and launch shapes, every gosa pattern, device-side convergence, and
+// the argument checks.
+//
+// The backends: the CPU side runs the OpenMP loop (the paper's pattern 6),
+// the GPU side the fused sweep with the deterministic gosa. Both must leave
+// p bit-equal to the original sequential loop (pattern 5): every operation is
+// rounded on its own, in the original's order, on both.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "backends.hpp"
+#include "cpu.hpp"
+#include "gpu.hpp"
+#include "problem.hpp"
+#include "random.hpp"
+#include "tally/core/tree.hpp"
+#include "tiling.hpp"
+
+namespace {
+
+using namespace tally::himeno;
+using tally::testing::random_source;
+
+// Tolerances against the double reference after kSweeps sweeps. ss is a
+// small difference of O(1) values (about 1/(3·(imax−1)²) at the benchmark's
+// start), so float cancellation leaves it a relative error of ~1e-4 at S;
+// gosa sums its squares. p itself is O(1) and keeps ~1e-6.
+constexpr int kSweeps = 4;
+constexpr double kGosaRelative = 2e-3;
+constexpr double kPAbsolute = 1e-5;
+// Two float sums of the same n ≈ 10^4..10^6 non-negative terms in different
+// orders (OpenMP, atomics) differ by up to ~n·ε in theory and ~√n·ε in
+// practice (ε = 6e-8): 1e-3 relative holds for every order.
+constexpr double kOrderRelative = 1e-3;
+
+/// p after `sweeps` sweeps and the last sweep's gosa, in double, from f's
+/// initial fields; written from the definition, sharing no code with the app.
+struct reference_result {
+  std::vector<double> p;
+  double gosa = 0;
+};
+reference_result reference_sweeps(const host_fields& f, int sweeps) {
+  const int mi = f.size.mi, mj = f.size.mj, mk = f.size.mk;
+  const std::size_t n = f.p.size();
+  auto at = [&](int i, int j, int k) { return (static_cast<std::size_t>(i) * mj + j) * mk + k; };
+  std::vector<double> p(f.p.begin(), f.p.end()), next(n);
+  std::vector<std::vector<double>> c(kCoefficients);
+  for (int q = 0; q < kCoefficients; ++q) c[q].assign(f.coef[q].begin(), f.coef[q].end());
+  reference_result r;
+  for (int s = 0; s < sweeps; ++s) {
+    next = p;
+    double gosa = 0;
+    for (int i = 1; i < mi - 1; ++i)
+      for (int j = 1; j < mj - 1; ++j)
+        for (int k = 1; k < mk - 1; ++k) {
+          const std::size_t x = at(i, j, k);
+          auto P = [&](int di, int dj, int dk) { return p[at(i + di, j + dj, k + dk)]; };
+          const double s0 = c[0][x] * P(1, 0, 0) + c[1][x] * P(0, 1, 0) + c[2][x] * P(0, 0, 1) +
+                            c[4][x] * (P(1, 1, 0) - P(1, -1, 0) - P(-1, 1, 0) + P(-1, -1, 0)) +
+                            c[5][x] * (P(0, 1, 1) - P(0, -1, 1) - P(0, 1, -1) + P(0, -1, -1)) +
+                            c[6][x] * (P(1, 0, 1) - P(-1, 0, 1) - P(1, 0, -1) + P(-1, 0, -1)) +
+                            c[7][x] * P(-1, 0, 0) + c[8][x] * P(0, -1, 0) + c[9][x] * P(0, 0, -1) + c[11][x];
+          const double ss = (s0 * c[3][x] - P(0, 0, 0)) * c[10][x];
+          gosa += ss * ss;
+          next[x] = P(0, 0, 0) + 0.8 * ss;
+        }
+    p.swap(next);
+    r.gosa = gosa;
+  }
+  r.p = std::move(p);
+  return r;
+}
+
+/// Fields with every coefficient random (b ≠ 0, so the cross terms count)
+/// and p varying along i, j and k, so that a wrong neighbour shows.
+host_fields random_fields(const grid_size& g, random_source& rng) {
+  host_fields f = make_host_fields(g);
+  for (auto& v : f.p) v = static_cast<float>(rng.real(0.5, 1.5));
+  for (int c = 0; c < kCoefficients; ++c)
+    for (auto& v : f.coef[c]) v = static_cast<float>(c == a3 ? rng.real(0.1, 0.2) : rng.real(-1.0, 1.0));
+  f.wrk2 = f.p;
+  return f;
+}
+
+struct sweep_result {
+  std::vector<float> p;
+  float gosa = 0;
+};
+
+/// The CPU backend: the OpenMP loop (pattern 6).
+sweep_result run_on(tally::testing::cpu_side, const host_fields& start, int sweeps) {
+  host_fields f = start;
+  const float gosa = sweep_openmp(f, sweeps);
+  return {f.p, gosa};
+}
+
+/// The GPU backend: the fused sweep, deterministic gosa.
+sweep_result run_on(tally::testing::gpu_side, const host_fields& start, int sweeps) {
+  gpu_problem problem(start.size);
+  problem.load(start);
+  problem.run(gpu_pattern::deterministic, sweeps);
+  const float gosa = problem.gosa();
+  return {problem.read_p(), gosa};
+}
+
+/// The original sequential loop (pattern 5).
+sweep_result run_original(const host_fields& start, int sweeps) {
+  host_fields f = start;
+  const float gosa = sweep_original(f, sweeps);
+  return {f.p, gosa};
+}
+
+void expect_near_reference(const sweep_result& got, const reference_result& want) {
+  EXPECT_NEAR(got.gosa, want.gosa, kGosaRelative * std::abs(want.gosa)) << "gosa";
+  EXPECT_GT(want.gosa, 0.0) << "the reference gosa must not be zero";
+  double worst = 0;
+  std::size_t where = 0;
+  for (std::size_t x = 0; x < want.p.size(); ++x) {
+    const double d = std::abs(got.p[x] - want.p[x]);
+    if (!(d <= worst)) worst = d, where = x;
+  }
+  EXPECT_LE(worst, kPAbsolute) << "p differs most at flat index " << where;
+}
+
+/// Index of the first differing float (bits), or -1.
+std::int64_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t x = 0; x < a.size(); ++x)
+    if (std::memcmp(&a[x], &b[x], sizeof(float)) != 0) return static_cast<std::int64_t>(x);
+  return -1;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+/// Odd shapes: partial tiles along j and k, one interior plane, one column.
+const grid_size kOddSizes[] = {{4, 11, 70}, {3, 3, 3}, {7, 19, 131}, {5, 10, 66}};
+
+template <class Side>
+class himeno_backends : public tally::testing::on_backend<Side> {};
+TYPED_TEST_SUITE(himeno_backends, tally::testing::backends, tally::testing::backend_names);
+
+TYPED_TEST(himeno_backends, BenchmarkFieldsAgreeWithDoubleReferenceAtXsAndS) {
+  for (const char* name : {"XS", "S"}) {
+    SCOPED_TRACE(name);
+    const host_fields start = make_host_fields(size_by_name(name));
+    expect_near_reference(run_on(TypeParam{}, start, kSweeps), reference_sweeps(start, kSweeps));
+  }
+}
+
+TYPED_TEST(himeno_backends, RandomFieldsAgreeWithDoubleReference) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (const grid_size& g : kOddSizes) {
+    SCOPED_TRACE(::testing::Message() << g.mi << "x" << g.mj << "x" << g.mk);
+    const host_fields start = random_fields(g, rng);
+    const sweep_result got = run_on(TypeParam{}, start, 2);
+    const reference_result want = reference_sweeps(start, 2);
+    // Random coefficients make p O(1) and ss O(1): float keeps ~1e-6 relative.
+    EXPECT_NEAR(got.gosa, want.gosa, kOrderRelative * want.gosa);
+    for (std::size_t x = 0; x < want.p.size(); ++x)
+      ASSERT_NEAR(got.p[x], want.p[x], 1e-5 * (1 + std::abs(want.p[x]))) << "flat index " << x;
+  }
+}
+
+TYPED_TEST(himeno_backends, PEqualsTheOriginalLoopBitForBit) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (const grid_size& g : {kOddSizes[0], kOddSizes[2], size_by_name("XS")}) {
+    const host_fields start = random_fields(g, rng);
+    for (int sweeps : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << g.mi << "x" << g.mj << "x" << g.mk << ", " << sweeps << " sweeps");
+      const sweep_result got = run_on(TypeParam{}, start, sweeps), want = run_original(start, sweeps);
+      EXPECT_EQ(first_difference(got.p, want.p), -1);
+      EXPECT_NEAR(got.gosa, want.gosa, kOrderRelative * want.gosa);  // summed in another order
+    }
+  }
+}
+
+// ---- CPU only -------------------------------------------------------------
+
+TEST(himeno_cpu, SquaresAreTheOriginalLoopsAndTheirSumsAgree) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (bool random : {false, true}) {
+    const grid_size g = size_by_name("XS");
+    const host_fields start = random ? random_fields(g, rng) : make_host_fields(g);
+    host_fields original = start, recorded = start;
+    const float want = sweep_original(original, 1);
+    std::vector<float> squares(static_cast<std::size_t>(g.interior()), -1.0f);
+    const float got = sweep_recording_squares(recorded, squares.data());
+    EXPECT_TRUE(same_bits(got, want)) << got << " vs " << want;
+    EXPECT_EQ(first_difference(recorded.p, original.p), -1);
+    EXPECT_TRUE(same_bits(sum_serial(squares.data(), g.interior()), want));
+    double exact = 0;
+    for (float v : squares) {
+      ASSERT_GE(v, 0.0f);
+      exact += v;
+    }
+    EXPECT_NEAR(sum_openmp(squares.data(), g.interior()), exact, kOrderRelative * exact);
+    EXPECT_NEAR(deterministic_gosa(squares.data(), g), exact, 1e-6 * exact);
+  }
+}
+
+// The deterministic gosa's tree, evaluated here with tally's reference tree
+// (core/tree.hpp) over units and over each unit's 256 thread values.
+TEST(himeno_cpu, DeterministicGosaIsTheTileTree) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  for (const grid_size& g : {kOddSizes[0], kOddSizes[3], size_by_name("XS")}) {
+    // Order-sensitive squares: magnitudes from 1e-8 to 1e4.
+    std::vector<float> squares(static_cast<std::size_t>(g.interior()));
+    for (auto& v : squares) v = static_cast<float>(std::pow(10.0, rng.real(-8, 4)));
+    const tiling t = tiling_of(g);
+    const int J = g.mj - 2, K = g.mk - 2;
+    auto unit_value = [&](std::int64_t unit) {
+      const std::int64_t tile = unit / t.planes;
+      const int plane = static_cast<int>(unit % t.planes);
+      const int tj = static_cast<int>(tile / t.tiles_k), tk = static_cast<int>(tile % t.tiles_k);
+      auto thread = [&](std::int64_t tid) {
+        const int j = tj * kTileJ + static_cast<int>(tid / 32), k = tk * kTileK + static_cast<int>(tid % 32);
+        float v = 0.0f;
+        if (j < J && k < K) v = v + squares[(std::int64_t{plane} * J + j) * K + k];
+        if (j < J && k + 32 < K) v = v + squares[(std::int64_t{plane} * J + j) * K + k + 32];
+        return v;
+      };
+      return tally::tree::reduce_reference<float>(kTileThreads, thread, std::plus<float>{}).value;
+    };
+    const float want = tally::tree::reduce_reference<float>(t.units(), unit_value, std::plus<float>{}).value;
+    EXPECT_TRUE(same_bits(deterministic_gosa(squares.data(), g), want));
+  }
+}
+
+TEST(himeno_cpu, SizesByNameAndBadSizes) {
+  EXPECT_EQ(size_by_name("xl").mk, 1025);
+  EXPECT_EQ(size_by_name("M").mi, 129);
+  EXPECT_EQ(size_by_name("XS").interior(), 31 * 31 * 63);
+  tally::testing::expect_invalid([] { size_by_name("XXL"); }, {"himeno", "size", "XXL", "XS, S, M, L and XL"});
+  tally::testing::expect_invalid([] { size_by_name(""); }, {"himeno", "size"});
+  tally::testing::expect_invalid([] { custom_size(2, 5, 5); }, {"himeno", "size", "3 points"});
+}
+
+// ---- GPU only -------------------------------------------------------------
+
+class himeno_gpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!tally::testing::gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+  }
+};
+
+/// The CPU's deterministic gosa of the last of `sweeps` sweeps, and p after them.
+sweep_result cpu_deterministic(const host_fields& start, int sweeps) {
+  host_fields f = start;
+  std::vector<float> squares(static_cast<std::size_t>(f.size.interior()));
+  for (int s = 0; s < sweeps; ++s) sweep_recording_squares(f, squares.data());
+  return {f.p, deterministic_gosa(squares.data(), f.size)};
+}
+
+TEST_F(himeno_gpu, DeterministicGosaEqualsTheCpuTreeBitForBit) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  std::vector<host_fields> cases = {make_host_fields(size_by_name("XS")), make_host_fields(size_by_name("S"))};
+  for (const grid_size& g : kOddSizes) cases.push_back(random_fields(g, rng));
+  for (const host_fields& start : cases) {
+    SCOPED_TRACE(::testing::Message() << start.size.mi << "x" << start.size.mj << "x" << start.size.mk);
+    const sweep_result want = cpu_deterministic(start, 3);
+    const sweep_result got = run_on(tally::testing::gpu_side{}, start, 3);
+    EXPECT_TRUE(same_bits(got.gosa, want.gosa)) << got.gosa << " vs " << want.gosa;
+    EXPECT_EQ(first_difference(got.p, want.p), -1);
+  }
+}
+
+TEST_F(himeno_gpu, DeterministicGosaIsIdenticalAcrossRunsAndLaunchShapes) {
+  for (const char* name : {"XS", "S"}) {
+    SCOPED_TRACE(name);
+    const grid_size g = size_by_name(name);
+    gpu_problem problem(g);
+    const int units = static_cast<int>(tiling_of(g).units());
+    std::vector<launch_shape> shapes = {{0, true}, {0, false}, {1, true}, {2, false}, {7, true}, {100, true},
+                                        {units + 5, true}};
+    problem.run(gpu_pattern::deterministic, 5);
+    const float want = problem.gosa();
+    const std::vector<float> want_p = problem.read_p();
+    for (int repeat = 0; repeat < 2; ++repeat)
+      for (const launch_shape& shape : shapes) {
+        SCOPED_TRACE(::testing::Message() << "blocks " << shape.blocks << ", pdl " << shape.programmatic);
+        problem.reset();
+        problem.run(gpu_pattern::deterministic, 5, shape);
+        EXPECT_TRUE(same_bits(problem.gosa(), want));
+        EXPECT_EQ(first_difference(problem.read_p(), want_p), -1);
+      }
+  }
+}
+
+TEST_F(himeno_gpu, EveryPatternLeavesTheSamePAndAgreesOnGosa) {
+  const grid_size g = size_by_name("S");
+  const host_fields start = make_host_fields(g);
+  const sweep_result original = run_original(start, 4);
+  const sweep_result deterministic = cpu_deterministic(start, 4);
+  gpu_problem problem(g, /*host_patterns=*/true);
+  for (gpu_pattern pattern : {gpu_pattern::warp_aggregated, gpu_pattern::atomic, gpu_pattern::host_serial,
+                              gpu_pattern::host_openmp, gpu_pattern::none, gpu_pattern::deterministic}) {
+    SCOPED_TRACE(std::string(name_of(pattern)));
+    // Two sweeps of another pattern first: the gosa slots must not leak.
+    problem.reset();
+    problem.run(gpu_pattern::deterministic, 1);
+    problem.run(gpu_pattern::none, 1);
+    problem.run(pattern, 2);
+    EXPECT_EQ(first_difference(problem.read_p(), original.p), -1);
+    if (pattern == gpu_pattern::none) continue;
+    const float gosa = problem.gosa();
+    if (pattern == gpu_pattern::host_serial) EXPECT_TRUE(same_bits(gosa, original.gosa)) << gosa;
+    else if (pattern == gpu_pattern::deterministic) EXPECT_TRUE(same_bits(gosa, deterministic.gosa)) << gosa;
+    else EXPECT_NEAR(gosa, deterministic.gosa, kOrderRelative * deterministic.gosa);  // float rounding, any order
+  }
+}
+
+TEST_F(himeno_gpu, StraightforwardPortAgreesWithReference) {
+  for (const char* name : {"XS", "S"}) {
+    SCOPED_TRACE(name);
+    const host_fields start = make_host_fields(size_by_name(name));
+    gpu_problem problem(start.size);
+    problem.run(gpu_pattern::baseline, kSweeps);
+    const float gosa = problem.gosa();
+    expect_near_reference({problem.read_p(), gosa}, reference_sweeps(start, kSweeps));
+  }
+}
+
+TEST_F(himeno_gpu, ConvergesOnTheDevice) {
+  const host_fields start = make_host_fields(size_by_name("XS"));
+  // The CPU's deterministic gosa after each sweep.
+  std::vector<float> gosa;
+  std::vector<std::vector<float>> p;
+  {
+    host_fields f = start;
+    std::vector<float> squares(static_cast<std::size_t>(f.size.interior()));
+    for (int s = 0; s < 12; ++s) {
+      sweep_recording_squares(f, squares.data());
+      gosa.push_back(deterministic_gosa(squares.data(), f.size));
+      p.push_back(f.p);
+    }
+  }
+  gpu_problem problem(start.size);
+  // A tolerance just above sweep q's gosa: the solve stops after the first sweep below it.
+  for (int q : {4, 7}) {
+    const float tolerance = std::nextafter(gosa[q], 1.0f);
+    int expected = 0;
+    while (!(gosa[expected] < tolerance)) ++expected;
+    problem.reset();
+    const convergence c = problem.converge(tolerance, 100);
+    EXPECT_TRUE(c.converged);
+    EXPECT_EQ(c.sweeps, expected + 1);
+    EXPECT_TRUE(same_bits(c.gosa, gosa[expected]));
+    EXPECT_TRUE(same_bits(problem.gosa(), gosa[expected]));
+    EXPECT_EQ(first_difference(problem.read_p(), p[expected]), -1);
+  }
+  for (int max_sweeps : {1, 3, 4}) {  // tolerance 0: never below, stops at the limit (odd and even)
+    problem.reset();
+    const convergence c = problem.converge(0.0f, max_sweeps);
+    EXPECT_FALSE(c.converged);
+    EXPECT_EQ(c.sweeps, max_sweeps);
+    EXPECT_TRUE(same_bits(c.gosa, gosa[max_sweeps - 1]));
+    EXPECT_EQ(first_difference(problem.read_p(), p[max_sweeps - 1]), -1);
+  }
+}
+
+TEST_F(himeno_gpu, BadArgumentsAreErrorsBeforeAllocation) {
+  std::size_t free_before = 0, free_after = 0, total = 0;
+  TALLY_CUDA(cudaMemGetInfo(&free_before, &total));
+  tally::testing::expect_invalid([] { gpu_problem huge(custom_size(2049, 2049, 4097)); },
+                                 {"himeno", "size", "GiB of device memory"});
+  TALLY_CUDA(cudaMemGetInfo(&free_after, &total));
+  EXPECT_EQ(free_before, free_after);
+  gpu_problem problem(size_by_name("XS"));
+  tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 0); }, {"himeno", "sweeps"});
+  tally::testing::expect_invalid([&] { problem.run(gpu_pattern::host_serial, 1); }, {"himeno", "host patterns"});
+  tally::testing::expect_invalid([&] { problem.converge(1e-3f, 0); }, {"himeno", "max_sweeps"});
+}
+
+}  // namespace
