@@ -8,26 +8,29 @@
 #include <cuda_runtime.h>
 
 #include "tally/cuda/check.cuh"
+#include "timing.hpp"
 
 namespace tally::bench {
 
-struct timing {
-  double median_us = 0;  ///< median over trials of (trial time / calls)
-  double min_us = 0;
-  double max_us = 0;
-  int trials = 0;
-  int calls_per_trial = 0;
-};
-
-/// Times call() (which must queue its work on `stream`): `warmup` calls, then
-/// picks the number of calls per trial so a trial lasts about `trial_ms`, then
-/// `trials` trials between events. Returns per-call times in microseconds.
+/// Times call() (which must queue its work on `stream`): settings.warmup
+/// calls, then a number of calls per trial chosen so that a trial lasts about
+/// settings.trial_ms, then settings.trials trials between two events each.
+/// Pre: call() queues only on `stream` (or waits for it itself, as Thrust
+/// does). Post: the stream is idle; per-call times in microseconds.
 template <class Call>
-timing time_calls(cudaStream_t stream, Call&& call, int trials = 7, double trial_ms = 20.0, int warmup = 3) {
-  cudaEvent_t start, stop;
+timing time_calls(cudaStream_t stream, Call&& call, const trial_settings& settings) {
+  cudaEvent_t start = nullptr, stop = nullptr;
   TALLY_CUDA(cudaEventCreate(&start));
   TALLY_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < warmup; ++i) call();
+  // Destroys the events on every path out (a failing call throws).
+  struct events_guard {
+    cudaEvent_t a, b;
+    ~events_guard() {
+      cudaEventDestroy(a);
+      cudaEventDestroy(b);
+    }
+  } guard{start, stop};
+  for (int i = 0; i < settings.warmup; ++i) call();
   TALLY_CUDA(cudaStreamSynchronize(stream));
   // Milliseconds for `calls` back-to-back calls between two events.
   auto batch_ms = [&](int calls) {
@@ -37,25 +40,28 @@ timing time_calls(cudaStream_t stream, Call&& call, int trials = 7, double trial
     TALLY_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
     TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    return ms;
+    return static_cast<double>(ms);
   };
-  // Calibration sets the batch size so that a trial lasts about trial_ms.
+  // Calibration: grow the batch ×4 until it lasts a quarter trial, then scale.
   int calls = 1;
   for (;;) {
-    const float ms = batch_ms(calls);
-    if (ms >= trial_ms / 4 || calls >= (1 << 16)) {
-      calls = std::clamp(static_cast<int>(calls * trial_ms / std::max(ms, 1e-3f)), 1, 1 << 16);
+    const double ms = batch_ms(calls);
+    if (ms >= settings.trial_ms / 4 || calls >= (1 << 16)) {
+      calls = std::clamp(static_cast<int>(calls * settings.trial_ms / std::max(ms, 1e-3)), 1, 1 << 16);
       break;
     }
     calls *= 4;
   }
   std::vector<double> per_call;
-  for (int t = 0; t < trials; ++t) per_call.push_back(1000.0 * batch_ms(calls) / calls);
-  TALLY_CUDA(cudaGetLastError());
-  TALLY_CUDA(cudaEventDestroy(start));
-  TALLY_CUDA(cudaEventDestroy(stop));
+  for (int t = 0; t < settings.trials; ++t) per_call.push_back(1000.0 * batch_ms(calls) / calls);
   std::sort(per_call.begin(), per_call.end());
-  return {per_call[per_call.size() / 2], per_call.front(), per_call.back(), trials, calls};
+  return {per_call[per_call.size() / 2], per_call.front(), per_call.back(), settings.trials, calls};
+}
+
+/// The older form: `trials` trials of about `trial_ms` after `warmup` calls.
+template <class Call>
+timing time_calls(cudaStream_t stream, Call&& call, int trials = 7, double trial_ms = 20.0, int warmup = 3) {
+  return time_calls(stream, call, trial_settings{trials, trial_ms, warmup});
 }
 
 }  // namespace tally::bench

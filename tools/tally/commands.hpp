@@ -1,13 +1,29 @@
-// The subcommands of the tally tool, one source file each; main.cu dispatches.
+// The subcommands of the tally tool. Each lives in its own source file and
+// adds itself to its parent with add_<name>(parent); main.cu creates the app
+// and the `bench` subcommand and calls these. A subcommand's callback
+// signals a non-zero exit by printing its own message and then
+// `throw CLI::RuntimeError(code)`.
 #pragma once
+
+#include <CLI/CLI.hpp>
 
 namespace tally::cli {
 
-/// `tally info`: the device (or the CPU) and its measured bandwidth.
-int run_info(int argc, char** argv);
-/// `tally bench reduce [--json FILE] [...]`: reduce against the peers.
-int run_bench_reduce(int argc, char** argv);
-/// `tally bench histogram [--json FILE] [...]`: histograms and scatter-adds against the peers.
-int run_bench_histogram(int argc, char** argv);
+/// `tally info`: the GPU (or the CPU without one) and its measured bandwidth.
+void add_info(CLI::App& app);
+
+/// `tally bench reduce`: sums and dot products against CUB, Thrust, cuBLAS,
+/// seeds 000 and 002's kernels and a read probe (GPU), or against Eigen,
+/// OpenMP and a host read probe (CPU backend).
+void add_bench_reduce(CLI::App& bench);
+/// `tally bench histogram`: histograms and scatter-adds against CUB, plain
+/// atomics and the paper's warp aggregation (seed 003).
+void add_bench_histogram(CLI::App& bench);
+/// `tally bench copy`: seed 001's vector-width study (copies with scalar,
+/// 32-, 64- and 128-bit accesses, for half and float).
+void add_bench_copy(CLI::App& bench);
+
+// Issue 8 adds: void add_bench_cg(CLI::App& bench); void add_solve_cg(CLI::App& solve);
+// Issue 9 adds: void add_bench_himeno(CLI::App& bench); void add_himeno(CLI::App& app);
 
 }  // namespace tally::cli

@@ -1,68 +1,83 @@
-// The tally command-line tool: dispatches to one subcommand per source file
-// (commands.hpp). Each subcommand gets argv starting at its own name, so it
-// parses its options from argv[1] on, like a program of its own.
-#include <cstring>
+// The tally command-line tool: a thin layer on CLI11. Each subcommand adds
+// itself (commands.hpp); `tally bench` without a subcommand runs the default
+// set one after the other.
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "bench_cli.hpp"
 #include "commands.hpp"
 
 namespace {
 
-const char* kUsage =
-    "usage: tally <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  info                the GPU (or the CPU without one) and its measured bandwidth\n"
-    "  bench reduce        sums and dot products: tally against CUB, Thrust, cuBLAS,\n"
-    "                      seed 000's kernel and a read probe (--help for options)\n"
-    "  bench histogram     histograms and scatter-adds against their peers\n"
-    "  bench               bench reduce, then bench histogram, on their defaults\n"
-    "\n"
-    "Without a GPU, the benchmarks run the CPU backend and say so.\n";
+/// A benchmark of the default set: its subcommand name and how it adds itself.
+struct default_bench {
+  const char* name;
+  void (*add)(CLI::App&);
+};
 
-bool is_help(const char* arg) {
-  return std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0 || std::strcmp(arg, "help") == 0;
-}
+/// What plain `tally bench` runs, in order. Issues 8 and 9 append
+/// {"cg", tally::cli::add_bench_cg} and {"himeno", tally::cli::add_bench_himeno} here.
+constexpr default_bench kDefaultSet[] = {
+    {"reduce", tally::cli::add_bench_reduce},
+    {"histogram", tally::cli::add_bench_histogram},
+    {"copy", tally::cli::add_bench_copy},
+};
 
-/// `tally bench [reduce|histogram] ...`; argv[0] is "bench".
-int run_bench(int argc, char** argv) {
-  if (argc < 2) {
-    // The main job on its defaults: every reduction, then every histogram.
-    char reduce_name[] = "reduce", histogram_name[] = "histogram";
-    char* reduce_argv[] = {reduce_name, nullptr};
-    char* histogram_argv[] = {histogram_name, nullptr};
-    const int reduce_status = tally::cli::run_bench_reduce(1, reduce_argv);
-    std::cout << std::endl;
-    const int histogram_status = tally::cli::run_bench_histogram(1, histogram_argv);
-    return reduce_status != 0 ? reduce_status : histogram_status;
+/// Runs `tally bench <name> <args...>` through its own parser, as if it had
+/// been typed. Returns its exit code.
+int run_one(const default_bench& b, std::vector<std::string> args) {
+  CLI::App bench{"tally bench", "tally bench"};
+  b.add(bench);
+  args.insert(args.begin(), b.name);
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
+  try {
+    bench.parse(args);
+  } catch (const CLI::Error& e) {
+    return bench.exit(e);
   }
-  const std::string what = argv[1];
-  if (what == "reduce") return tally::cli::run_bench_reduce(argc - 1, argv + 1);
-  if (what == "histogram") return tally::cli::run_bench_histogram(argc - 1, argv + 1);
-  if (is_help(argv[1])) {
-    std::cout << kUsage;
-    return 0;
-  }
-  std::cerr << "tally bench: unknown benchmark '" << what << "'\n" << kUsage;
-  return 2;
+  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || is_help(argv[1])) {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string command = argv[1];
-  try {
-    if (command == "info") return tally::cli::run_info(argc - 1, argv + 1);
-    if (command == "bench") return run_bench(argc - 1, argv + 1);
-  } catch (const std::exception& e) {
-    std::cerr << "tally " << command << ": " << e.what() << "\n";
-    return 1;
-  }
-  std::cerr << "tally: unknown command '" << command << "'\n" << kUsage;
-  return 2;
+  CLI::App app{"tally: GPU reductions, histograms and scatter-adds, and benchmarks of them against their peers.\n"
+               "Without a GPU the benchmarks run the CPU backend and say so.",
+               "tally"};
+  app.require_subcommand(1);
+  tally::cli::add_info(app);
+
+  CLI::App* bench = app.add_subcommand("bench", "benchmarks against the peers; without a subcommand: the default set");
+  bool gpu = false, cpu = false;
+  std::string json_dir;
+  auto* gpu_flag = bench->add_flag("--gpu", gpu, "default set: fail instead of falling back to the CPU");
+  bench->add_flag("--cpu", cpu, "default set: the CPU backend")->excludes(gpu_flag);
+  bench->add_option("--json-dir", json_dir, "default set: write bench-<name>.json for each benchmark into DIR")
+      ->check(CLI::ExistingDirectory);
+  for (const auto& b : kDefaultSet) b.add(*bench);
+  bench->require_subcommand(0, 1);
+  bench->callback([&] {
+    if (!bench->get_subcommands().empty()) return;
+    int status = 0;
+    for (const auto& b : kDefaultSet) {
+      std::vector<std::string> args;
+      if (gpu) args.push_back("--gpu");
+      if (cpu) args.push_back("--cpu");
+      if (!json_dir.empty()) args.insert(args.end(), {"--json", json_dir + "/bench-" + b.name + ".json"});
+      const int code = run_one(b, args);
+      std::cout << std::endl;
+      if (code != 0 && status == 0) status = code;
+      if (code == tally::cli::kNoGpuExit) break;  // --gpu without a GPU: the others would say the same
+    }
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+  // Issue 8: auto* solve = app.add_subcommand("solve", "..."); tally::cli::add_solve_cg(*solve);
+  // Issue 9: tally::cli::add_himeno(app);
+
+  CLI11_PARSE(app, argc, argv);
+  return 0;
 }

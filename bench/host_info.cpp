@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-namespace tally::cli {
+namespace tally::bench {
 
 host_info read_host_info() {
   host_info host;
@@ -36,4 +36,4 @@ std::string describe(const host_info& host) {
   return buf;
 }
 
-}  // namespace tally::cli
+}  // namespace tally::bench

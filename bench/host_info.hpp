@@ -1,9 +1,9 @@
-// What the CLI says about the host CPU (for `tally info` and CPU benches).
+// The host CPU, for `tally info` and the run metadata of every report.
 #pragma once
 
 #include <string>
 
-namespace tally::cli {
+namespace tally::bench {
 
 struct host_info {
   std::string cpu_model;  ///< /proc/cpuinfo's "model name", or "unknown CPU"
@@ -25,4 +25,4 @@ inline bool host_is_busy(const host_info& host) {
 /// One line: "<model>, <k> hardware threads, <t> OpenMP threads, <m> GiB".
 std::string describe(const host_info& host);
 
-}  // namespace tally::cli
+}  // namespace tally::bench
