@@ -1,5 +1,6 @@
 #include "gpu.hpp"
 
+#include <cstdio>
 #include <string>
 
 #include "cpu.hpp"
@@ -24,6 +25,15 @@ std::string_view name_of(gpu_pattern pattern) {
     case gpu_pattern::baseline: return "baseline";
   }
   return "?";
+}
+
+gpu_pattern gpu_pattern_by_name(std::string_view name) {
+  std::string names;
+  for (gpu_pattern p : kGpuPatterns) {
+    if (name == name_of(p)) return p;
+    names += (names.empty() ? "" : ", ") + std::string(name_of(p));
+  }
+  detail::throw_invalid_argument("himeno", "gosa", "is '" + std::string(name) + "'; the GPU patterns are " + names);
 }
 
 std::int64_t device_bytes_needed(const grid_size& g, bool host_patterns) {
@@ -106,6 +116,7 @@ void gpu_problem::reset() {
   TALLY_CUDA(cudaMemsetAsync(state_, 0, sizeof(sweep_state), stream_));
   sweeps_run_ = 0;
   converged_gosa_ = false;
+  next_slot_zero_ = true;  // all slots zero
 }
 
 void gpu_problem::load(const host_fields& f) {
@@ -120,6 +131,7 @@ void gpu_problem::load(const host_fields& f) {
   TALLY_CUDA(cudaStreamSynchronize(stream_));
   sweeps_run_ = 0;
   converged_gosa_ = false;
+  next_slot_zero_ = true;  // all slots zero
 }
 
 int gpu_problem::default_blocks(gpu_pattern pattern) const {
@@ -186,9 +198,10 @@ void gpu_problem::run(gpu_pattern pattern, int sweeps, launch_shape shape) {
     detail::throw_invalid_argument("himeno", "pattern", "host patterns need gpu_problem(size, host_patterns = true)");
   if (shape.blocks < 0) detail::throw_invalid_argument("himeno", "blocks", "must be >= 0");
   converged_gosa_ = false;
-  if (pattern == gpu_pattern::warp_aggregated || pattern == gpu_pattern::atomic) {
-    // The first sweep's slot may hold another pattern's gosa; each sweep then
-    // zeroes the next one's.
+  const bool atomic_sink = pattern == gpu_pattern::warp_aggregated || pattern == gpu_pattern::atomic;
+  if (atomic_sink && !next_slot_zero_) {
+    // The first sweep's slot may hold another pattern's gosa; each atomic
+    // sweep then zeroes the next one's.
     float* first = static_cast<sweep_state*>(state_)->gosa + sweeps_run_ % 3;
     TALLY_CUDA(cudaMemsetAsync(first, 0, sizeof(float), stream_));
   }
@@ -207,6 +220,7 @@ void gpu_problem::run(gpu_pattern pattern, int sweeps, launch_shape shape) {
     }
   }
   last_pattern_ = pattern;
+  next_slot_zero_ = atomic_sink;
 }
 
 float gpu_problem::gosa() {
@@ -289,6 +303,7 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
   sweeps_run_ += result.sweeps;
   host_gosa_ = result.gosa;
   converged_gosa_ = true;
+  next_slot_zero_ = false;
   last_pattern_ = gpu_pattern::deterministic;
   return result;
 }

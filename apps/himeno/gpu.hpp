@@ -31,6 +31,16 @@ enum class gpu_pattern {
 /// The CLI name of a pattern ("deterministic", "warp-aggregated", ...).
 std::string_view name_of(gpu_pattern pattern);
 
+/// Every GPU pattern, in the paper's order, then ours.
+inline constexpr gpu_pattern kGpuPatterns[] = {gpu_pattern::warp_aggregated, gpu_pattern::atomic,
+                                               gpu_pattern::host_serial,     gpu_pattern::host_openmp,
+                                               gpu_pattern::baseline,        gpu_pattern::none,
+                                               gpu_pattern::deterministic};
+
+/// The pattern named `name` (as name_of writes it). Throws
+/// tally::invalid_argument listing the names otherwise.
+gpu_pattern gpu_pattern_by_name(std::string_view name);
+
 /// Launch shape of the fused sweep. blocks = 0: as many as fit on the device
 /// at once (from the occupancy calculator). programmatic: launch each sweep
 /// as a programmatic dependent of the previous one (PDL).
@@ -113,6 +123,7 @@ class gpu_problem {
   gpu_pattern last_pattern_ = gpu_pattern::none;
   float host_gosa_ = 0;       // patterns 3 and 4, and converge(): the last gosa
   bool converged_gosa_ = false;  // gosa() returns host_gosa_ after converge()
+  bool next_slot_zero_ = true;   // gosa[sweeps_run_ % 3] is zero (after reset or an atomic sweep)
 };
 
 }  // namespace tally::himeno
