@@ -135,11 +135,14 @@ void gpu_problem::load(const host_fields& f) {
 }
 
 int gpu_problem::default_blocks(gpu_pattern pattern) const {
+  int& cached = default_blocks_[static_cast<int>(pattern)];
+  if (cached > 0) return cached;
   int device = 0, sms = 0, per_sm = 0;
   TALLY_CUDA(cudaGetDevice(&device));
   TALLY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   TALLY_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_of(pattern), kTileThreads, 0));
-  return sms * (per_sm > 0 ? per_sm : 1);
+  cached = sms * (per_sm > 0 ? per_sm : 1);
+  return cached;
 }
 
 kernels::sweep_params gpu_problem::params() const {

@@ -123,6 +123,7 @@ class gpu_problem {
   gpu_pattern last_pattern_ = gpu_pattern::none;
   float host_gosa_ = 0;       // patterns 3 and 4, and converge(): the last gosa
   bool converged_gosa_ = false;  // gosa() returns host_gosa_ after converge()
+  mutable int default_blocks_[8] = {};  // per pattern, from the occupancy calculator (0: not asked yet)
   bool next_slot_zero_ = true;   // gosa[sweeps_run_ % 3] is zero (after reset or an atomic sweep)
 };
 
