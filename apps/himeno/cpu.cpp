@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <algorithm>
+
 #include <vector>
 
 #include "stencil.hpp"
@@ -140,25 +142,30 @@ std::int64_t power_of_two_at_least(std::int64_t n) {
 
 }  // namespace
 
-float deterministic_gosa(const float* squares, const grid_size& g) {
-  const tiling t = tiling_of(g);
-  const int J = g.mj - 2, K = g.mk - 2;
+float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units) {
+  const tiling t = tiling_of(g, max_units);
+  const int J = g.mj - 2, K = g.mk - 2, D = t.planes_per_unit;
   std::vector<float> units(static_cast<std::size_t>(t.units()));
   std::vector<float> threads(kTileThreads);
   for (int tj = 0; tj < t.tiles_j; ++tj)
     for (int tk = 0; tk < t.tiles_k; ++tk)
-      for (int plane = 0; plane < t.planes; ++plane) {
-        // Thread 32w + l holds the squares of (j0+w, k0+l) and (j0+w, k0+l+32).
+      for (std::int64_t chunk = 0; chunk < t.chunks(); ++chunk) {
+        // Thread 32w + l holds the squares of (j0+w, k0+l) and (j0+w, k0+l+32),
+        // summed over the unit's planes in order.
         for (int w = 0; w < kTileJ; ++w)
           for (int l = 0; l < 32; ++l) {
-            float v = 0.0f;
-            for (int h = 0; h < 2; ++h) {
-              const int j = tj * kTileJ + w, k = tk * kTileK + l + 32 * h;  // interior-relative
-              if (j < J && k < K) v = v + squares[(std::int64_t{plane} * J + j) * K + k];
+            float acc = 0.0f;
+            for (int plane = static_cast<int>(chunk) * D; plane < std::min<int>(t.planes, (static_cast<int>(chunk) + 1) * D); ++plane) {
+              float v = 0.0f;
+              for (int h = 0; h < 2; ++h) {
+                const int j = tj * kTileJ + w, k = tk * kTileK + l + 32 * h;  // interior-relative
+                if (j < J && k < K) v = v + squares[(std::int64_t{plane} * J + j) * K + k];
+              }
+              acc = plane == chunk * D ? v : acc + v;
             }
-            threads[static_cast<std::size_t>(32 * w + l)] = v;
+            threads[static_cast<std::size_t>(32 * w + l)] = acc;
           }
-        const std::int64_t unit = (std::int64_t{tj} * t.tiles_k + tk) * t.planes + plane;
+        const std::int64_t unit = (std::int64_t{tj} * t.tiles_k + tk) * t.chunks() + chunk;
         units[static_cast<std::size_t>(unit)] = balanced(threads, 0, kTileThreads);
       }
   return balanced(units, 0, power_of_two_at_least(t.units()));

@@ -35,6 +35,7 @@ float sum_openmp(const float* squares, std::int64_t n, int threads = 0);
 
 /// The deterministic gosa the GPU computes (tiling.hpp's tree) from the
 /// squares of one sweep, laid out as sweep_recording_squares stores them.
-float deterministic_gosa(const float* squares, const grid_size& g);
+/// max_units: as given to the gpu_problem (tiling_of).
+float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units = 65536);
 
 }  // namespace tally::himeno

@@ -62,7 +62,10 @@ double gib(std::int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1
 
 }  // namespace
 
-gpu_problem::gpu_problem(const grid_size& g, bool host_patterns, cudaStream_t stream) : size_(g), stream_(stream) {
+gpu_problem::gpu_problem(const grid_size& g, bool host_patterns, cudaStream_t stream, std::int64_t max_units)
+    : size_(g), stream_(stream), max_units_(max_units) {
+  static_assert(kMaxUnits == 65536, "the max_units defaults in gpu.hpp and cpu.hpp say 65536");
+  if (max_units < 1) detail::throw_invalid_argument("himeno", "max_units", "must be at least 1");
   std::size_t free_bytes = 0, total_bytes = 0;
   TALLY_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::int64_t needed = device_bytes_needed(g, host_patterns);
@@ -76,7 +79,7 @@ gpu_problem::gpu_problem(const grid_size& g, bool host_patterns, cudaStream_t st
   try {
     for (auto& f : fields_) TALLY_CUDA(cudaMalloc(&f, bytes));
     for (auto& c : coef_) TALLY_CUDA(cudaMalloc(&c, bytes));
-    TALLY_CUDA(cudaMalloc(&partials_, static_cast<std::size_t>(tiling_of(g).units()) * sizeof(float)));
+    TALLY_CUDA(cudaMalloc(&partials_, static_cast<std::size_t>(tiling_of(g, max_units).units()) * sizeof(float)));
     TALLY_CUDA(cudaMalloc(&state_, sizeof(sweep_state)));
     if (host_patterns) {
       const std::size_t squares = static_cast<std::size_t>(g.interior()) * sizeof(float);
@@ -148,10 +151,12 @@ int gpu_problem::default_blocks(gpu_pattern pattern) const {
 kernels::sweep_params gpu_problem::params() const {
   kernels::sweep_params prm{};
   for (int c = 0; c < kCoefficients; ++c) prm.coef[c] = coef_[c];
-  const tiling t = tiling_of(size_);
+  const tiling t = tiling_of(size_, max_units_);
   prm.mi = size_.mi, prm.mj = size_.mj, prm.mk = size_.mk;
   prm.tiles_k = t.tiles_k;
   prm.plane = std::int64_t{size_.mj} * size_.mk;
+  prm.planes_per_unit = t.planes_per_unit;
+  prm.chunks = t.chunks();
   prm.units = t.units();
   prm.omega = kOmega;
   prm.partials = partials_;

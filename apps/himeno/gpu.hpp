@@ -67,7 +67,10 @@ class gpu_problem {
   /// tally::invalid_argument naming the size and both amounts otherwise,
   /// before allocating anything), allocates and initialises the fields.
   /// host_patterns: also allocate the ss² buffers of patterns 3 and 4.
-  explicit gpu_problem(const grid_size& g, bool host_patterns = false, cudaStream_t stream = nullptr);
+  /// max_units: the most units of the deterministic tree (tiling_of); only
+  /// tests change it, to reach several planes a unit on small grids.
+  explicit gpu_problem(const grid_size& g, bool host_patterns = false, cudaStream_t stream = nullptr,
+                       std::int64_t max_units = 65536);
   ~gpu_problem();
   gpu_problem(const gpu_problem&) = delete;
   gpu_problem& operator=(const gpu_problem&) = delete;
@@ -112,6 +115,7 @@ class gpu_problem {
 
   grid_size size_;
   cudaStream_t stream_;
+  std::int64_t max_units_;
   float* fields_[2] = {nullptr, nullptr};  // p and wrk2; current_ holds p
   int current_ = 0;
   float* coef_[kCoefficients] = {};

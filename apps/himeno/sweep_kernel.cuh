@@ -2,7 +2,7 @@
 // gosa reduced inside the same kernel.
 //
 // A block owns a contiguous range of units (tiling.hpp: one 8 x 64 tile of
-// the (j, k) plane on one i plane) and walks it along i. Warp w computes row
+// the (j, k) plane on D consecutive i planes) and walks it along i. Warp w computes row
 // j0+w of the tile, each lane two points 32 apart along k (coalesced, k is
 // contiguous). p's planes i−1, i, i+1 with a one-point halo sit in a ring of
 // four shared-memory slots: each step stores plane i+1 (loaded a step
@@ -15,9 +15,10 @@
 // previous step's barrier: one barrier a step.
 //
 // gosa, by sink:
-//   deterministic   per step, each warp reduces its lanes (balanced tree);
-//                   warp 0 combines the 8 warp values after the next barrier
-//                   and stores the unit's value in partials[unit]. The last
+//   deterministic   each thread sums its points over the unit's planes; at
+//                   the unit's last plane each warp reduces its lanes
+//                   (balanced tree), and warp 0 combines the 8 warp values
+//                   after the next barrier into partials[unit]. The last
 //                   block to finish (a counter in zero-at-rest state, reset by
 //                   that block) sums the partials by the balanced tree over
 //                   unit indices. No atomics on values; the bits depend on the
@@ -63,6 +64,8 @@ struct sweep_params {
   int mi, mj, mk;
   int tiles_k;
   std::int64_t plane;   ///< mj·mk
+  int planes_per_unit;  ///< tiling_of(size).planes_per_unit (D)
+  std::int64_t chunks;  ///< tiling_of(size).chunks(): units along i
   std::int64_t units;   ///< tiling_of(size).units()
   float omega;
   float* partials;      ///< deterministic: [units]
@@ -87,32 +90,40 @@ inline constexpr int kSweepMinBlocks = 2;
 
 namespace detail {
 
-/// Balanced tree over 8 values (zeros where there are none).
-__device__ __forceinline__ float balanced8(const float (&v)[8]) {
-  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+/// Balanced tree over K values (K a power of two), in place.
+template <int K>
+__device__ __forceinline__ float balanced(float (&v)[K]) {
+#pragma unroll
+  for (int stride = 1; stride < K; stride <<= 1)
+#pragma unroll
+    for (int t = 0; t + stride < K; t += 2 * stride) v[t] = v[t] + v[t + stride];
+  return v[0];
 }
+
+/// Leaves a thread loads at once (one round trip to L2 for all of them).
+inline constexpr int kRunLeaves = 32;
 
 /// Balanced tree over values[first, first+size), size a power of two, zeros
 /// from index `count` on. Reads through L2 (values written by other blocks).
 __device__ float subtree(const float* values, std::int64_t first, std::int64_t size, std::int64_t count) {
   auto leaf = [&](std::int64_t x) { return x < count ? __ldcg(values + x) : 0.0f; };
-  float v[8];
-  if (size <= 8) {
+  float v[kRunLeaves];
+  if (size <= kRunLeaves) {
 #pragma unroll
-    for (int t = 0; t < 8; ++t) v[t] = t < size ? leaf(first + t) : 0.0f;
-    return balanced8(v);
+    for (int t = 0; t < kRunLeaves; ++t) v[t] = t < size ? leaf(first + t) : 0.0f;
+    return balanced(v);
   }
-  // Runs of 8 leaves are aligned subtrees; a binary counter combines them.
+  // Runs of 32 leaves are aligned subtrees; a binary counter combines them.
   float stack[40];
-  for (std::int64_t run = 0; run * 8 < size; ++run) {
+  for (std::int64_t run = 0; run * kRunLeaves < size; ++run) {
 #pragma unroll
-    for (int t = 0; t < 8; ++t) v[t] = leaf(first + run * 8 + t);
-    float node = balanced8(v);
+    for (int t = 0; t < kRunLeaves; ++t) v[t] = leaf(first + run * kRunLeaves + t);
+    float node = balanced(v);
     int level = 0;
     for (std::int64_t bits = run; bits & 1; bits >>= 1, ++level) node = stack[level] + node;
     stack[level] = node;
   }
-  return stack[tree::bit_width(static_cast<std::uint64_t>(size / 8)) - 1];
+  return stack[tree::bit_width(static_cast<std::uint64_t>(size / kRunLeaves)) - 1];
 }
 
 /// The balanced tree over values[0, count), zero-padded, in thread 0.
@@ -127,10 +138,10 @@ __device__ float block_tree(const float* values, std::int64_t count, float* scra
   __syncthreads();
   float total = 0;
   if (threadIdx.x == 0) {
-    float w[8];
+    float w[kTileJ];
 #pragma unroll
-    for (int t = 0; t < 8; ++t) w[t] = scratch[t];
-    total = balanced8(w);
+    for (int t = 0; t < kTileJ; ++t) w[t] = scratch[t];
+    total = balanced(w);
   }
   return total;
 }
@@ -168,22 +179,25 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
   const std::int64_t S = prm.plane;
   float* gosa_sum = prm.state->gosa + slot;
 
-  // Warp 0 combines step i's warp values into unit (tile, i) and stores it.
-  auto store_unit = [&](std::int64_t tile, int i) {
-    float x = lane < kTileJ ? warp_values[i & 1][lane] : 0.0f;
+  const int D = prm.planes_per_unit;
+  // Warp 0 combines a unit's warp values and stores the unit's value.
+  auto store_unit = [&](std::int64_t unit) {
+    float x = lane < kTileJ ? warp_values[unit & 1][lane] : 0.0f;
 #pragma unroll
     for (int delta = 1; delta < kTileJ; delta <<= 1) x = x + __shfl_down_sync(0xffffffffu, x, delta);
-    if (lane == 0) prm.partials[tile * planes_n + (i - 1)] = x;
+    if (lane == 0) prm.partials[unit] = x;
   };
 
   std::int64_t u = static_cast<std::int64_t>(blockIdx.x) * prm.units / gridDim.x;
   const std::int64_t u_end = (static_cast<std::int64_t>(blockIdx.x) + 1) * prm.units / gridDim.x;
   while (u < u_end) {
-    // This segment: tile `tile`, planes [i_begin, i_end).
-    const std::int64_t tile = u / planes_n;
-    const int i_begin = static_cast<int>(u - tile * planes_n) + 1;
-    const std::int64_t column_end = (tile + 1) * planes_n;
-    const int i_end = static_cast<int>((u_end < column_end ? u_end : column_end) - tile * planes_n) + 1;
+    // This segment: tile `tile`, units [tile·chunks + c_begin, tile·chunks + c_end): planes [i_begin, i_end).
+    const std::int64_t tile = u / prm.chunks;
+    const std::int64_t c_begin = u - tile * prm.chunks;
+    const std::int64_t column_end = (tile + 1) * prm.chunks;
+    const std::int64_t c_end = (u_end < column_end ? u_end : column_end) - tile * prm.chunks;
+    const int i_begin = 1 + static_cast<int>(c_begin) * D;
+    const int i_end = c_end * D < planes_n ? 1 + static_cast<int>(c_end) * D : planes_n + 1;
     const int tj = static_cast<int>(tile / prm.tiles_k), tk = static_cast<int>(tile % prm.tiles_k);
     const int j0 = 1 + tj * kTileJ, k0 = 1 + tk * kTileK;
 
@@ -240,6 +254,8 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
       store_p(i_begin, here);
     }
 
+    std::int64_t pending = -1;  // deterministic: a unit whose warp values wait for warp 0
+    float acc = 0.0f;           // deterministic: this thread's share of the current unit
     for (int i = i_begin; i < i_end; ++i) {
       store_p(i + 1, next_p);
       __syncthreads();  // planes i−1..i+1 stored; slot (i+2)&3 no longer read
@@ -248,8 +264,10 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
         load_p(i + 2, next_p);  // i + 2 <= mi − 1: i + 1 < i_end <= mi − 1
         load_coefficients(i + 1, next_coef);
       }
-      if constexpr (Sink == gosa_sink::deterministic)
-        if (warp == 0 && i > i_begin) store_unit(tile, i - 1);
+      if constexpr (Sink == gosa_sink::deterministic) {
+        if (warp == 0 && pending >= 0) store_unit(pending);
+        pending = -1;
+      }
 
       const float* P0 = planes[(i - 1) & (kPlaneSlots - 1)];
       const float* P1 = planes[i & (kPlaneSlots - 1)];
@@ -284,18 +302,24 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
         }
       }
       if constexpr (Sink == gosa_sink::deterministic) {
-        v = device::warp_reduce(v, plus{});
-        if (lane == 0) warp_values[i & 1][warp] = v;
+        const int within = (i - 1) % D;
+        acc = within == 0 ? v : rounded::add(acc, v);
+        if (within == D - 1 || i == planes_n) {  // the unit's last plane
+          const std::int64_t unit = tile * prm.chunks + (i - 1) / D;
+          const float w = device::warp_reduce(acc, plus{});
+          if (lane == 0) warp_values[unit & 1][warp] = w;
+          pending = unit;
+        }
       }
       if (more) {
 #pragma unroll
         for (int f = 0; f < kCoefficients; ++f) coef[f][0] = next_coef[f][0], coef[f][1] = next_coef[f][1];
       }
     }
-    __syncthreads();  // the last step's warp values are stored; every slot may be rewritten
+    __syncthreads();  // the last unit's warp values are stored; every slot may be rewritten
     if constexpr (Sink == gosa_sink::deterministic)
-      if (warp == 0) store_unit(tile, i_end - 1);
-    u = tile * planes_n + (i_end - 1);
+      if (warp == 0 && pending >= 0) store_unit(pending);
+    u = tile * prm.chunks + c_end;
   }
 
   if constexpr (Sink == gosa_sink::deterministic) {

@@ -3,11 +3,15 @@
 //
 // The interior's (j, k) plane is cut into tiles of kTileJ x kTileK points;
 // a tile's column of points along i is walked plane by plane. One *unit* is
-// one tile on one plane: 512 points, one value of gosa's tree:
+// one tile on D consecutive planes (D = planes_per_unit, 1 up to L, 8 at XL
+// so that the last block combines at most 65536 unit values), one value of
+// gosa's tree:
 //
-//   unit value  = balanced tree over the tile's 256 threads (thread t = 32w+l
-//                 holds ss²(j0+w, k0+l) + ss²(j0+w, k0+l+32), missing points 0)
-//   unit index  = tile · (mi−2) + (i−1),  tile = tj · tiles_k + tk
+//   thread t = 32w + l of a tile, on a plane: v = ss²(j0+w, k0+l) + ss²(j0+w, k0+l+32)
+//                 (missing points 0); over the unit's planes in order:
+//                 acc = v(first plane), then acc = acc + v(next plane) ...
+//   unit value  = balanced tree over the 256 threads' acc
+//   unit index  = tile · chunks + (i−1) / D,  tile = tj · tiles_k + tk
 //   gosa        = balanced tree over unit indices, padded with zeros
 //
 // All of it depends on the grid size only, never on the launch: the GPU
@@ -25,15 +29,26 @@ inline constexpr int kTileJ = 8;    ///< rows of a tile: one warp each
 inline constexpr int kTileK = 64;   ///< columns: two points per lane
 inline constexpr int kTileThreads = kTileJ * 32;
 
+/// Most units the last block combines (more would make that combine, done
+/// by one SM, a visible tail of the sweep).
+inline constexpr std::int64_t kMaxUnits = 65536;
+
 struct tiling {
   int tiles_j = 0, tiles_k = 0;
-  int planes = 0;  ///< interior planes, mi − 2
+  int planes = 0;           ///< interior planes, mi − 2
+  int planes_per_unit = 1;  ///< D
   std::int64_t tiles() const { return std::int64_t{tiles_j} * tiles_k; }
-  std::int64_t units() const { return tiles() * planes; }
+  /// Units along i: planes / D rounded up (the last may be short).
+  std::int64_t chunks() const { return (planes + planes_per_unit - 1) / planes_per_unit; }
+  std::int64_t units() const { return tiles() * chunks(); }
 };
 
-inline tiling tiling_of(const grid_size& g) {
-  return {(g.mj - 2 + kTileJ - 1) / kTileJ, (g.mk - 2 + kTileK - 1) / kTileK, g.mi - 2};
+/// The tiling of grid g: D is the smallest power of two that leaves at most
+/// max_units units (tests lower max_units to reach D > 1 on small grids).
+inline tiling tiling_of(const grid_size& g, std::int64_t max_units = kMaxUnits) {
+  tiling t{(g.mj - 2 + kTileJ - 1) / kTileJ, (g.mk - 2 + kTileK - 1) / kTileK, g.mi - 2, 1};
+  while (t.units() > max_units && t.planes_per_unit < t.planes) t.planes_per_unit *= 2;
+  return t;
 }
 
 }  // namespace tally::himeno
