@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include "problem.hpp"
+#include "tiling.hpp"
 
 namespace tally::himeno::kernels {
 struct sweep_params;
@@ -41,12 +42,39 @@ inline constexpr gpu_pattern kGpuPatterns[] = {gpu_pattern::warp_aggregated, gpu
 /// tally::invalid_argument listing the names otherwise.
 gpu_pattern gpu_pattern_by_name(std::string_view name);
 
+/// The fused sweep's kernels (the candidates one GPU run picks from; the
+/// losers go once it has):
+enum class sweep_variant {
+  tile,   ///< 8 x 64 tiles along i, register prefetch one plane ahead, 2 blocks/SM
+  rows1,  ///< row segments by bulk copies 1 plane ahead, 2 blocks/SM (87 KB shared each)
+  rows2,  ///< the same 2 planes ahead, 1 block/SM (119 KB)
+  rows3,  ///< the same 3 planes ahead, 1 block/SM (150 KB)
+};
+
+/// Every variant, and the one a launch uses unless told.
+inline constexpr sweep_variant kSweepVariants[] = {sweep_variant::tile, sweep_variant::rows1, sweep_variant::rows2,
+                                                   sweep_variant::rows3};
+inline constexpr sweep_variant kDefaultVariant = sweep_variant::rows2;
+
+/// The CLI name of a variant ("tile", "rows-1", ...).
+std::string_view name_of(sweep_variant variant);
+
+/// The variant named `name`. Throws tally::invalid_argument listing the names otherwise.
+sweep_variant sweep_variant_by_name(std::string_view name);
+
+/// The order in which a variant sums the deterministic gosa.
+gosa_tree tree_of(sweep_variant variant);
+
 /// Launch shape of the fused sweep. blocks = 0: as many as fit on the device
 /// at once (from the occupancy calculator). programmatic: launch each sweep
-/// as a programmatic dependent of the previous one (PDL).
+/// as a programmatic dependent of the previous one (PDL). planes_per_unit
+/// (row variants): D, a power of two <= 32; 0 chooses it from the grid and
+/// the block count (it never changes gosa's bits, only the work's cut).
 struct launch_shape {
   int blocks = 0;
   bool programmatic = true;
+  sweep_variant variant = kDefaultVariant;
+  int planes_per_unit = 0;
 };
 
 /// Device bytes a problem of size g needs (fields, scratch, and the squares
@@ -102,12 +130,13 @@ class gpu_problem {
   /// p as it is now, [i][j][k] (waits for the stream).
   std::vector<float> read_p();
 
-  /// The block count the fused sweep uses for `pattern` when shape.blocks = 0.
-  int default_blocks(gpu_pattern pattern) const;
+  /// The block count the fused sweep uses for `pattern` and `variant` when shape.blocks = 0.
+  int default_blocks(gpu_pattern pattern, sweep_variant variant = kDefaultVariant) const;
 
  private:
   void release();
-  kernels::sweep_params params() const;
+  kernels::sweep_params params(sweep_variant variant, int blocks, int planes_per_unit) const;
+  int blocks_of(gpu_pattern pattern, const launch_shape& shape) const;
   void launch_sweep(gpu_pattern pattern, launch_shape shape);
   void launch_baseline();
   float* current() { return fields_[current_]; }
@@ -127,7 +156,7 @@ class gpu_problem {
   gpu_pattern last_pattern_ = gpu_pattern::none;
   float host_gosa_ = 0;       // patterns 3 and 4, and converge(): the last gosa
   bool converged_gosa_ = false;  // gosa() returns host_gosa_ after converge()
-  mutable int default_blocks_[8] = {};  // per pattern, from the occupancy calculator (0: not asked yet)
+  mutable int default_blocks_[4][8] = {};  // per variant and pattern, from the occupancy calculator (0: not asked yet)
   bool next_slot_zero_ = true;   // gosa[sweeps_run_ % 3] is zero (after reset or an atomic sweep)
 };
 

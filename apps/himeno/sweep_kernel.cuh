@@ -75,6 +75,13 @@ struct sweep_params {
   float tolerance;      ///< converge: stop once gosa < tolerance
   unsigned max_sweeps;  ///< converge: stop after this many sweeps
   cudaGraphConditionalHandle loop;  ///< converge in a graph: the while node's handle, else 0
+  // Row-streaming sweeps (rows_kernel.cuh, row_tiling.hpp) only; there
+  // planes_per_unit is D, chunks is row_units::chunks and units is
+  // row_units::padded_units.
+  int segments;          ///< row segments a row
+  int chunks_padded;     ///< P2 / D
+  std::int64_t items;    ///< units that hold planes, R · chunks
+  std::int64_t row_segments;  ///< R
 };
 
 inline constexpr int kHaloRows = kTileJ + 2;
@@ -103,10 +110,11 @@ __device__ __forceinline__ float balanced(float (&v)[K]) {
 /// Leaves a thread loads at once (one round trip to L2 for all of them).
 inline constexpr int kRunLeaves = 32;
 
-/// Balanced tree over values[first, first+size), size a power of two, zeros
-/// from index `count` on. Reads through L2 (values written by other blocks).
-__device__ float subtree(const float* values, std::int64_t first, std::int64_t size, std::int64_t count) {
-  auto leaf = [&](std::int64_t x) { return x < count ? __ldcg(values + x) : 0.0f; };
+/// Balanced tree over leaves [first, first+size), size a power of two; leaf(x)
+/// gives leaf x (zero for padding). Leaves are read through L2 (values
+/// written by other blocks).
+template <class Leaf>
+__device__ float subtree(const Leaf& leaf, std::int64_t first, std::int64_t size) {
   float v[kRunLeaves];
   if (size <= kRunLeaves) {
 #pragma unroll
@@ -126,13 +134,14 @@ __device__ float subtree(const float* values, std::int64_t first, std::int64_t s
   return stack[tree::bit_width(static_cast<std::uint64_t>(size / kRunLeaves)) - 1];
 }
 
-/// The balanced tree over values[0, count), zero-padded, in thread 0.
-/// Pre: the whole block calls it; scratch holds kTileJ floats of shared memory.
-__device__ float block_tree(const float* values, std::int64_t count, float* scratch) {
-  std::int64_t padded = static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count)));
+/// The balanced tree over `padded` leaves (a power of two), leaf(x) each, in
+/// thread 0. Pre: the whole block (8 warps) calls it; scratch holds kTileJ
+/// floats of shared memory.
+template <class Leaf>
+__device__ float block_tree_of(const Leaf& leaf, std::int64_t padded, float* scratch) {
   if (padded < kTileThreads) padded = kTileThreads;
   const std::int64_t per = padded / kTileThreads;
-  float mine = subtree(values, threadIdx.x * per, per, count);
+  float mine = subtree(leaf, threadIdx.x * per, per);
   mine = device::warp_reduce(mine, plus{});
   if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = mine;
   __syncthreads();
@@ -144,6 +153,13 @@ __device__ float block_tree(const float* values, std::int64_t count, float* scra
     total = balanced(w);
   }
   return total;
+}
+
+/// The balanced tree over values[0, count), zero-padded, in thread 0.
+/// Pre: the whole block calls it; scratch holds kTileJ floats of shared memory.
+__device__ float block_tree(const float* values, std::int64_t count, float* scratch) {
+  auto leaf = [=](std::int64_t x) { return x < count ? __ldcg(values + x) : 0.0f; };
+  return block_tree_of(leaf, static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count))), scratch);
 }
 
 }  // namespace detail

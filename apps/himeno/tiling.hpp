@@ -25,6 +25,10 @@
 
 namespace tally::himeno {
 
+/// The two orders of the deterministic gosa: the tile sweep's (this file) and
+/// the row-streaming sweeps' (row_tiling.hpp).
+enum class gosa_tree { tiles, rows };
+
 inline constexpr int kTileJ = 8;    ///< rows of a tile: one warp each
 inline constexpr int kTileK = 64;   ///< columns: two points per lane
 inline constexpr int kTileThreads = kTileJ * 32;
