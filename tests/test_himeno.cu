@@ -8,6 +8,7 @@
 // the GPU side the fused sweep with the deterministic gosa. Both must leave
 // p bit-equal to the original sequential loop (pattern 5): every operation is
 // rounded on its own, in the original's order, on both.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -20,6 +21,7 @@
 #include "gpu.hpp"
 #include "problem.hpp"
 #include "random.hpp"
+#include "row_tiling.hpp"
 #include "tally/core/tree.hpp"
 #include "tiling.hpp"
 
@@ -107,7 +109,7 @@ sweep_result run_on(tally::testing::cpu_side, const host_fields& start, int swee
   return {f.p, gosa};
 }
 
-/// The GPU backend: the fused sweep, deterministic gosa.
+/// The GPU backend: the fused sweep (the default variant), deterministic gosa.
 sweep_result run_on(tally::testing::gpu_side, const host_fields& start, int sweeps) {
   gpu_problem problem(start.size);
   problem.load(start);
@@ -147,6 +149,9 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 /// Odd shapes: partial tiles along j and k, one interior plane, one column.
 const grid_size kOddSizes[] = {{4, 11, 70}, {3, 3, 3}, {7, 19, 131}, {5, 10, 66}};
+/// Rows of several segments: exactly one full, a full one and one point, three with a short last;
+/// 37 planes (D = 32 leaves a unit of 5).
+const grid_size kRowSizes[] = {{5, 4, 514}, {4, 4, 515}, {6, 5, 1100}, {39, 4, 70}};
 
 template <class Side>
 class himeno_backends : public tally::testing::on_backend<Side> {};
@@ -252,6 +257,58 @@ TEST(himeno_cpu, DeterministicGosaIsTheTileTree) {
   }
 }
 
+// The row sweeps' tree, evaluated here with tally's reference tree over the
+// (row segment, plane) leaves and over each leaf's 256 thread values.
+TEST(himeno_cpu, DeterministicGosaIsTheRowTree) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  // One segment, an exactly full one, a full one and a single point, three with a short last one.
+  for (const grid_size& g : {kOddSizes[0], grid_size{5, 4, 514}, grid_size{4, 4, 515}, grid_size{6, 5, 1100}}) {
+    SCOPED_TRACE(::testing::Message() << g.mi << "x" << g.mj << "x" << g.mk);
+    std::vector<float> squares(static_cast<std::size_t>(g.interior()));
+    for (auto& v : squares) v = static_cast<float>(std::pow(10.0, rng.real(-8, 4)));
+    const row_tiling t = row_tiling_of(g);
+    const int J = g.mj - 2, K = g.mk - 2;
+    auto leaf = [&](std::int64_t x) {
+      const std::int64_t r = x / t.padded_planes;
+      const int plane = static_cast<int>(x % t.padded_planes);
+      if (plane >= t.planes) return 0.0f;
+      const int j = static_cast<int>(r / t.segments), k_lo = static_cast<int>(r % t.segments) * kRowSegment;
+      auto thread = [&](std::int64_t tid) {
+        float v = 0.0f;
+        for (int k = k_lo + static_cast<int>(tid); k < std::min(K, k_lo + kRowSegment); k += kRowThreads)
+          v = v + squares[(std::int64_t{plane} * J + j) * K + k];
+        return v;
+      };
+      return tally::tree::reduce_reference<float>(kRowThreads, thread, std::plus<float>{}).value;
+    };
+    const float want =
+        tally::tree::reduce_reference<float>(t.row_segments() * t.padded_planes, leaf, std::plus<float>{}).value;
+    EXPECT_TRUE(same_bits(deterministic_gosa(squares.data(), g, kMaxUnits, gosa_tree::rows), want));
+  }
+}
+
+TEST(himeno_cpu, PlanesPerUnitIsAPowerOfTwoThatFits) {
+  for (const char* name : {"XS", "M", "L", "XL"}) {
+    const row_tiling t = row_tiling_of(size_by_name(name));
+    for (int blocks : {1, 132, 264}) {
+      const int d = choose_planes_per_unit(t, blocks);
+      EXPECT_GE(d, 1);
+      EXPECT_LE(d, std::min(kMaxRowPlanesPerUnit, t.padded_planes));
+      EXPECT_EQ(d & (d - 1), 0) << d;
+    }
+  }
+  // XL on 132 blocks: 1022 segments x 16 chunks of 32 planes, 124 units the busiest block.
+  EXPECT_EQ(choose_planes_per_unit(row_tiling_of(size_by_name("XL")), 132), 32);
+}
+
+TEST(himeno_cpu, VariantsByName) {
+  for (sweep_variant v : kSweepVariants) EXPECT_EQ(sweep_variant_by_name(name_of(v)), v);
+  EXPECT_EQ(tree_of(sweep_variant::tile), gosa_tree::tiles);
+  EXPECT_EQ(tree_of(sweep_variant::rows3), gosa_tree::rows);
+  tally::testing::expect_invalid([] { sweep_variant_by_name("rows-9"); }, {"himeno", "variant", "rows-9", "tile, rows-1"});
+}
+
 TEST(himeno_cpu, SizesByNameAndBadSizes) {
   EXPECT_EQ(size_by_name("xl").mk, 1025);
   EXPECT_EQ(size_by_name("M").mi, 129);
@@ -273,7 +330,7 @@ class himeno_gpu : public ::testing::Test {
 /// The CPU's deterministic gosa of the last of `sweeps` sweeps, and p after
 /// them; `exact` (when given) gets the same squares summed in double.
 sweep_result cpu_deterministic(const host_fields& start, int sweeps, double* exact = nullptr,
-                               std::int64_t max_units = kMaxUnits) {
+                               std::int64_t max_units = kMaxUnits, gosa_tree tree = gosa_tree::tiles) {
   host_fields f = start;
   std::vector<float> squares(static_cast<std::size_t>(f.size.interior()));
   for (int s = 0; s < sweeps; ++s) sweep_recording_squares(f, squares.data());
@@ -281,7 +338,16 @@ sweep_result cpu_deterministic(const host_fields& start, int sweeps, double* exa
     *exact = 0;
     for (float v : squares) *exact += v;
   }
-  return {f.p, deterministic_gosa(squares.data(), f.size, max_units)};
+  return {f.p, deterministic_gosa(squares.data(), f.size, max_units, tree)};
+}
+
+/// Shapes of a variant: the default and 3 blocks (several units a block); for
+/// the row variants also one, two and 32 planes a unit.
+std::vector<launch_shape> shapes_of(sweep_variant variant) {
+  std::vector<launch_shape> shapes = {{0, true, variant, 0}, {3, true, variant, 0}};
+  if (variant != sweep_variant::tile)
+    for (int d : {1, 2, 32}) shapes.push_back({d == 2 ? 1 : 0, true, variant, d});
+  return shapes;
 }
 
 TEST_F(himeno_gpu, DeterministicGosaEqualsTheCpuTreeBitForBit) {
@@ -289,63 +355,75 @@ TEST_F(himeno_gpu, DeterministicGosaEqualsTheCpuTreeBitForBit) {
   SCOPED_TRACE(rng.trace());
   std::vector<host_fields> cases = {make_host_fields(size_by_name("XS")), make_host_fields(size_by_name("S"))};
   for (const grid_size& g : kOddSizes) cases.push_back(random_fields(g, rng));
-  for (const host_fields& start : cases)
-    for (std::int64_t max_units : {kMaxUnits, std::int64_t{7}}) {  // one plane a unit, and several
-      SCOPED_TRACE(::testing::Message() << start.size.mi << "x" << start.size.mj << "x" << start.size.mk
-                                        << ", at most " << max_units << " units");
-      const sweep_result want = cpu_deterministic(start, 3, nullptr, max_units);
-      gpu_problem problem(start.size, false, nullptr, max_units);
-      problem.load(start);
-      for (const launch_shape& shape : {launch_shape{0, true}, launch_shape{3, true}}) {
-        problem.load(start);
-        problem.run(gpu_pattern::deterministic, 3, shape);
-        const float gosa = problem.gosa();
-        EXPECT_TRUE(same_bits(gosa, want.gosa)) << gosa << " vs " << want.gosa;
-        EXPECT_EQ(first_difference(problem.read_p(), want.p), -1);
+  for (const grid_size& g : kRowSizes) cases.push_back(random_fields(g, rng));
+  for (sweep_variant variant : kSweepVariants)
+    for (const host_fields& start : cases)
+      for (std::int64_t max_units : {kMaxUnits, std::int64_t{7}}) {  // tile: one plane a unit, and several
+        if (variant != sweep_variant::tile && max_units != kMaxUnits) continue;
+        SCOPED_TRACE(::testing::Message() << name_of(variant) << ", " << start.size.mi << "x" << start.size.mj << "x"
+                                          << start.size.mk << ", at most " << max_units << " units");
+        const sweep_result want = cpu_deterministic(start, 3, nullptr, max_units, tree_of(variant));
+        gpu_problem problem(start.size, false, nullptr, max_units);
+        for (const launch_shape& shape : shapes_of(variant)) {
+          SCOPED_TRACE(::testing::Message() << "blocks " << shape.blocks << ", D " << shape.planes_per_unit);
+          problem.load(start);
+          problem.run(gpu_pattern::deterministic, 3, shape);
+          const float gosa = problem.gosa();
+          EXPECT_TRUE(same_bits(gosa, want.gosa)) << gosa << " vs " << want.gosa;
+          EXPECT_EQ(first_difference(problem.read_p(), want.p), -1);
+        }
       }
-    }
 }
 
 TEST_F(himeno_gpu, DeterministicGosaIsIdenticalAcrossRunsAndLaunchShapes) {
-  for (const char* name : {"XS", "S"}) {
-    SCOPED_TRACE(name);
-    const grid_size g = size_by_name(name);
-    gpu_problem problem(g);
-    const int units = static_cast<int>(tiling_of(g).units());
-    std::vector<launch_shape> shapes = {{0, true}, {0, false}, {1, true}, {2, false}, {7, true}, {100, true},
-                                        {units + 5, true}};
-    problem.run(gpu_pattern::deterministic, 5);
-    const float want = problem.gosa();
-    const std::vector<float> want_p = problem.read_p();
-    for (int repeat = 0; repeat < 2; ++repeat)
-      for (const launch_shape& shape : shapes) {
-        SCOPED_TRACE(::testing::Message() << "blocks " << shape.blocks << ", pdl " << shape.programmatic);
-        problem.reset();
-        problem.run(gpu_pattern::deterministic, 5, shape);
-        EXPECT_TRUE(same_bits(problem.gosa(), want));
-        EXPECT_EQ(first_difference(problem.read_p(), want_p), -1);
-      }
-  }
+  for (sweep_variant variant : kSweepVariants)
+    for (const char* name : {"XS", "S"}) {
+      SCOPED_TRACE(::testing::Message() << name_of(variant) << ", " << name);
+      const grid_size g = size_by_name(name);
+      gpu_problem problem(g);
+      const int units = static_cast<int>(std::max(tiling_of(g).units(), row_units_of(row_tiling_of(g), 1).items));
+      std::vector<launch_shape> shapes = {{0, true}, {0, false}, {1, true}, {2, false}, {7, true}, {100, true},
+                                          {units + 5, true}};
+      if (variant != sweep_variant::tile) shapes.push_back({5, true, variant, 4}), shapes.push_back({0, true, variant, 16});
+      for (auto& shape : shapes) shape.variant = variant;
+      problem.run(gpu_pattern::deterministic, 5, shapes[0]);
+      const float want = problem.gosa();
+      const std::vector<float> want_p = problem.read_p();
+      for (int repeat = 0; repeat < 2; ++repeat)
+        for (const launch_shape& shape : shapes) {
+          SCOPED_TRACE(::testing::Message() << "blocks " << shape.blocks << ", pdl " << shape.programmatic << ", D "
+                                            << shape.planes_per_unit);
+          problem.reset();
+          problem.run(gpu_pattern::deterministic, 5, shape);
+          EXPECT_TRUE(same_bits(problem.gosa(), want));
+          EXPECT_EQ(first_difference(problem.read_p(), want_p), -1);
+        }
+    }
 }
 
 TEST_F(himeno_gpu, EveryPatternLeavesTheSamePAndAgreesOnGosa) {
+  for (sweep_variant variant : kSweepVariants) {
+  SCOPED_TRACE(std::string(name_of(variant)));
+  const launch_shape shape{0, true, variant, 0};
   const grid_size g = size_by_name("S");
   const host_fields start = make_host_fields(g);
   const sweep_result original = run_original(start, 4);
   double exact = 0;
-  const sweep_result deterministic = cpu_deterministic(start, 4, &exact);
+  const sweep_result deterministic = cpu_deterministic(start, 4, &exact, kMaxUnits, tree_of(variant));
   const double n = static_cast<double>(g.interior());
-  const tiling t = tiling_of(g);
-  const double warp_calls = 2.0 * kTileJ * static_cast<double>(t.tiles()) * t.planes;  // atomic_add calls a sweep
+  // atomic_add calls a sweep: two a warp on every tile plane, or on every row segment's plane.
+  const double warp_calls = variant == sweep_variant::tile
+                                ? 2.0 * kTileJ * static_cast<double>(tiling_of(g).tiles()) * (g.mi - 2)
+                                : kRowPoints * (kRowThreads / 32.0) * static_cast<double>(row_tiling_of(g).row_segments()) * (g.mi - 2);
   gpu_problem problem(g, /*host_patterns=*/true);
   for (gpu_pattern pattern : {gpu_pattern::warp_aggregated, gpu_pattern::atomic, gpu_pattern::host_serial,
                               gpu_pattern::host_openmp, gpu_pattern::none, gpu_pattern::deterministic}) {
     SCOPED_TRACE(std::string(name_of(pattern)));
     // Two sweeps of another pattern first: the gosa slots must not leak.
     problem.reset();
-    problem.run(gpu_pattern::deterministic, 1);
-    problem.run(gpu_pattern::none, 1);
-    problem.run(pattern, 2);
+    problem.run(gpu_pattern::deterministic, 1, shape);
+    problem.run(gpu_pattern::none, 1, shape);
+    problem.run(pattern, 2, shape);
     EXPECT_EQ(first_difference(problem.read_p(), original.p), -1);
     if (pattern == gpu_pattern::none) continue;
     const float gosa = problem.gosa();
@@ -355,6 +433,7 @@ TEST_F(himeno_gpu, EveryPatternLeavesTheSamePAndAgreesOnGosa) {
       EXPECT_NEAR(gosa, exact, chain_bound(warp_calls + 5) * exact);
     else  // one atomic a point, or OpenMP chains: at most n additions in a row
       EXPECT_NEAR(gosa, exact, chain_bound(n) * exact);
+  }
   }
 }
 
@@ -371,7 +450,11 @@ TEST_F(himeno_gpu, StraightforwardPortAgreesWithReference) {
 
 TEST_F(himeno_gpu, ConvergesOnTheDevice) {
   const host_fields start = make_host_fields(size_by_name("XS"));
-  // The CPU's deterministic gosa after each sweep.
+  gpu_problem problem(start.size);
+  for (sweep_variant variant : kSweepVariants) {
+  SCOPED_TRACE(std::string(name_of(variant)));
+  const launch_shape shape{0, true, variant, 0};
+  // The CPU's deterministic gosa after each sweep, by this variant's tree.
   std::vector<float> gosa;
   std::vector<std::vector<float>> p;
   {
@@ -379,18 +462,17 @@ TEST_F(himeno_gpu, ConvergesOnTheDevice) {
     std::vector<float> squares(static_cast<std::size_t>(f.size.interior()));
     for (int s = 0; s < 12; ++s) {
       sweep_recording_squares(f, squares.data());
-      gosa.push_back(deterministic_gosa(squares.data(), f.size));
+      gosa.push_back(deterministic_gosa(squares.data(), f.size, kMaxUnits, tree_of(variant)));
       p.push_back(f.p);
     }
   }
-  gpu_problem problem(start.size);
   // A tolerance just above sweep q's gosa: the solve stops after the first sweep below it.
   for (int q : {4, 7}) {
     const float tolerance = std::nextafter(gosa[q], 1.0f);
     int expected = 0;
     while (!(gosa[expected] < tolerance)) ++expected;
     problem.reset();
-    const convergence c = problem.converge(tolerance, 100);
+    const convergence c = problem.converge(tolerance, 100, shape);
     EXPECT_TRUE(c.converged);
     EXPECT_EQ(c.sweeps, expected + 1);
     EXPECT_TRUE(same_bits(c.gosa, gosa[expected]));
@@ -399,11 +481,12 @@ TEST_F(himeno_gpu, ConvergesOnTheDevice) {
   }
   for (int max_sweeps : {1, 3, 4}) {  // tolerance 0: never below, stops at the limit (odd and even)
     problem.reset();
-    const convergence c = problem.converge(0.0f, max_sweeps);
+    const convergence c = problem.converge(0.0f, max_sweeps, shape);
     EXPECT_FALSE(c.converged);
     EXPECT_EQ(c.sweeps, max_sweeps);
     EXPECT_TRUE(same_bits(c.gosa, gosa[max_sweeps - 1]));
     EXPECT_EQ(first_difference(problem.read_p(), p[max_sweeps - 1]), -1);
+  }
   }
 }
 
@@ -418,6 +501,10 @@ TEST_F(himeno_gpu, BadArgumentsAreErrorsBeforeAllocation) {
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 0); }, {"himeno", "sweeps"});
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::host_serial, 1); }, {"himeno", "host patterns"});
   tally::testing::expect_invalid([&] { problem.converge(1e-3f, 0); }, {"himeno", "max_sweeps"});
+  tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 1, {0, true, sweep_variant::rows2, 3}); },
+                                 {"himeno", "planes_per_unit", "power of two"});
+  tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 1, {0, true, sweep_variant::rows1, 64}); },
+                                 {"himeno", "planes_per_unit"});
 }
 
 }  // namespace

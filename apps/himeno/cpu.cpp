@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stencil.hpp"
+#include "row_tiling.hpp"
 #include "tiling.hpp"
 
 namespace tally::himeno {
@@ -140,9 +141,35 @@ std::int64_t power_of_two_at_least(std::int64_t n) {
   return p;
 }
 
+/// The row sweeps' tree (row_tiling.hpp): leaf (r, plane) = the balanced tree
+/// over 256 thread values, thread t holding points k_lo + t and k_lo + t + 256.
+float rows_gosa(const float* squares, const grid_size& g) {
+  const row_tiling t = row_tiling_of(g);
+  const int J = g.mj - 2, K = g.mk - 2;
+  std::vector<float> leaves(static_cast<std::size_t>(t.row_segments() * t.padded_planes), 0.0f);
+  std::vector<float> threads(kRowThreads);
+  for (int plane = 0; plane < t.planes; ++plane)
+    for (int j = 0; j < J; ++j)
+      for (int seg = 0; seg < t.segments; ++seg) {
+        const int k_lo = seg * kRowSegment, k_hi = std::min(K, k_lo + kRowSegment);  // interior-relative
+        for (int thread = 0; thread < kRowThreads; ++thread) {
+          float v = 0.0f;
+          for (int h = 0; h < kRowPoints; ++h) {
+            const int k = k_lo + thread + kRowThreads * h;
+            if (k < k_hi) v = v + squares[(std::int64_t{plane} * J + j) * K + k];
+          }
+          threads[static_cast<std::size_t>(thread)] = v;
+        }
+        const std::int64_t r = std::int64_t{j} * t.segments + seg;
+        leaves[static_cast<std::size_t>(r * t.padded_planes + plane)] = balanced(threads, 0, kRowThreads);
+      }
+  return balanced(leaves, 0, t.padded_leaves());
+}
+
 }  // namespace
 
-float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units) {
+float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units, gosa_tree tree) {
+  if (tree == gosa_tree::rows) return rows_gosa(squares, g);
   const tiling t = tiling_of(g, max_units);
   const int J = g.mj - 2, K = g.mk - 2, D = t.planes_per_unit;
   std::vector<float> units(static_cast<std::size_t>(t.units()));

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "problem.hpp"
+#include "tiling.hpp"
 
 namespace tally::himeno {
 
@@ -33,9 +34,11 @@ float sum_serial(const float* squares, std::int64_t n);
 /// threads (0: OpenMP's default).
 float sum_openmp(const float* squares, std::int64_t n, int threads = 0);
 
-/// The deterministic gosa the GPU computes (tiling.hpp's tree) from the
-/// squares of one sweep, laid out as sweep_recording_squares stores them.
-/// max_units: as given to the gpu_problem (tiling_of).
-float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units = 65536);
+/// The deterministic gosa the GPU computes from the squares of one sweep,
+/// laid out as sweep_recording_squares stores them: by the tile sweep's tree
+/// (tiling.hpp; max_units as given to the gpu_problem) or the row sweeps'
+/// (row_tiling.hpp; max_units unused).
+float deterministic_gosa(const float* squares, const grid_size& g, std::int64_t max_units = 65536,
+                         gosa_tree tree = gosa_tree::tiles);
 
 }  // namespace tally::himeno

@@ -31,6 +31,7 @@
 #include "measure.hpp"
 #include "problem.hpp"
 #include "run_info.hpp"
+#include "row_tiling.hpp"
 #include "tiling.hpp"
 
 namespace tally::cli {
@@ -67,10 +68,13 @@ struct reference {
   double gosa_exact = 0;         // the same squares summed in double
 };
 
-/// Warp-level atomic_add calls of one sweep: two a warp on every tile plane.
+/// Warp-level atomic_add calls of one sweep, at most: two a warp on every tile
+/// plane (tile sweep) or on every row segment's plane (row sweeps).
 double warp_calls(const grid_size& g) {
   const tiling t = tiling_of(g);
-  return 2.0 * kTileJ * static_cast<double>(t.tiles()) * t.planes;
+  const double tiles = 2.0 * kTileJ * static_cast<double>(t.tiles()) * t.planes;
+  const double rows = kRowPoints * (kRowThreads / 32.0) * static_cast<double>(row_tiling_of(g).row_segments()) * t.planes;
+  return std::max(tiles, rows);
 }
 
 void restore_initial(host_fields& f) {
@@ -181,6 +185,7 @@ void run_bench_himeno(const bench_himeno_options& o) {
                 {"trial_ms", o.common.trials.trial_ms},
                 {"warmup", o.common.trials.warmup},
                 {"sizes", o.sizes},
+                {"sweep_variant", std::string(name_of(kDefaultVariant))},
                 {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
                                        " trials, no warm-up, from 10^7 interior points (L, XL)"}};
   r.check_mode =
@@ -215,7 +220,7 @@ void run_bench_himeno(const bench_himeno_options& o) {
     {
       std::vector<float> squares(static_cast<std::size_t>(g.interior()));
       ref.gosa_original = sweep_recording_squares(f, squares.data());
-      ref.gosa_deterministic = deterministic_gosa(squares.data(), g);
+      ref.gosa_deterministic = deterministic_gosa(squares.data(), g, kMaxUnits, tree_of(kDefaultVariant));
       for (float v : squares) ref.gosa_exact += v;
       ref.p = f.p;
       restore_initial(f);
