@@ -71,7 +71,7 @@ view checked_view(call_site& site, const char* argument, const Array& a, int max
                            " (got " + std::to_string(a.ndim()) + " dimensions)")
                               .c_str());
   std::int64_t expected = 1;
-  for (size_t i = a.ndim(); i-- > 0;) {
+  for (size_t i = a.ndim(); a.size() > 0 && i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expected)
       throw nb::value_error((prefix(site, argument) +
                              "must be contiguous (C order); make a contiguous copy first (e.g. .contiguous() in "
