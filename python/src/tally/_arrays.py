@@ -195,6 +195,14 @@ def from_host(like, values):
     return xp.asarray(values, device=like.device)
 
 
+def read_back(a, x, stream):
+    """x (made by a call on `stream`) as a NumPy array. The copy runs on the
+    library's current stream, so that stream first waits for ours."""
+    if a.gpu and a.kind in (TORCH, CUPY) and stream != current_stream(a):
+        _core.stream_wait(current_stream(a), stream)
+    return to_host(x)
+
+
 def to_host(x):
     """x as a NumPy array (copied from the GPU where needed; waits for it)."""
     if isinstance(x, np.ndarray):

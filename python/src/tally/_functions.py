@@ -7,7 +7,8 @@ import operator
 import numpy as np
 
 from . import _core
-from ._arrays import NUMPY, as_dtype, classify, empty, export, from_host, order_after_producer, resolve_stream, to_host
+from ._arrays import (NUMPY, as_dtype, classify, empty, export, from_host, order_after_producer, read_back,
+                      resolve_stream, to_host)
 
 _REDUCE_OPS = ("sum", "plus", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor")
 
@@ -126,7 +127,7 @@ def _finite_range(function, a, obj, handle):
     hi = empty(a, (), a.dtype)
     _core.reduce(obj, lo, "min", False, handle, False, function)
     _core.reduce(obj, hi, "max", False, handle, False, function)
-    return float(to_host(lo)), float(to_host(hi))
+    return float(read_back(a, lo, handle)), float(read_back(a, hi, handle))
 
 
 def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, return_edges=True,  # noqa: A002
@@ -266,7 +267,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
         extremes = empty(a, (2,), a.dtype)
         _core.reduce(objects["x"], extremes[0:1], "min", False, handle, False, "bincount")
         _core.reduce(objects["x"], extremes[1:2], "max", False, handle, False, "bincount")
-        lo, hi = (int(v) for v in to_host(extremes))
+        lo, hi = (int(v) for v in read_back(a, extremes, handle))
         if lo < 0:
             raise ValueError(f"tally.bincount: argument 'x' must be non-negative (its minimum is {lo})")
         length = max(length, hi + 1)
