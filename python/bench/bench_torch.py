@@ -1,0 +1,194 @@
+"""tally against PyTorch and CuPy on the same buffers (run on a GPU machine).
+
+Every row: CUDA events around back-to-back calls, warm-up first, median of
+trials; the result is checked against an independent reference (NumPy on the
+host, in float64) before and after timing. PyTorch rows are also run under
+torch.use_deterministic_algorithms(True), recording PyTorch's error where it
+refuses. Also measures the Python call overhead of the bar: a 2^10-element
+tally.sum on a torch CUDA tensor against the C++ tally::reduce call on the
+same buffer and stream (tally._time_sum_cpp).
+
+    python python/bench/bench_torch.py --out bench-python.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+
+import numpy as np
+import torch
+
+import tally
+
+try:
+    import cupy
+except ImportError:  # pragma: no cover
+    cupy = None
+
+
+def time_us(fn, calls, trials, warmup=3):
+    """Median over trials of µs per call, `calls` calls between two events."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(trials):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(calls):
+            fn()
+        stop.record()
+        stop.synchronize()
+        samples.append(1000.0 * start.elapsed_time(stop) / calls)
+    return statistics.median(samples)
+
+
+class Runner:
+    def __init__(self, trials):
+        self.trials = trials
+        self.rows = []
+
+    def row(self, name, fn, check, calls=5, deterministic_torch=False, **info):
+        """Times fn (after checking its result), checks again, records the row."""
+        entry = {"name": name, **info}
+        try:
+            if deterministic_torch:
+                torch.use_deterministic_algorithms(True)
+            ok_before = check(fn())
+            us = time_us(fn, calls, self.trials)
+            ok_after = check(fn())
+            entry.update(us=round(us, 2), checked=bool(ok_before and ok_after))
+            if not (ok_before and ok_after):
+                entry["error"] = "result differs from the reference"
+        except Exception as e:  # a peer refusing (deterministic mode) is a result to record
+            entry.update(us=None, checked=False, error=f"{type(e).__name__}: {str(e)[:160]}")
+        finally:
+            torch.use_deterministic_algorithms(False)
+        self.rows.append(entry)
+        print(json.dumps(entry), flush=True)
+
+
+def close(a, b, rtol=1e-9, atol=1e-9):
+    a = a.cpu().numpy() if isinstance(a, torch.Tensor) else (a.get() if cupy is not None and isinstance(a, cupy.ndarray) else np.asarray(a))
+    return a.shape == np.shape(b) and np.allclose(a, b, rtol=rtol, atol=atol)
+
+
+def equal(a, b):
+    a = a.cpu().numpy() if isinstance(a, torch.Tensor) else (a.get() if cupy is not None and isinstance(a, cupy.ndarray) else np.asarray(a))
+    return a.shape == np.shape(b) and np.array_equal(a, b)
+
+
+def scatter_rows(r, n, bins_list):
+    g = torch.Generator(device="cuda").manual_seed(1)
+    values = torch.randn(n, device="cuda", dtype=torch.float64, generator=g)
+    host_values = values.cpu().numpy()
+    for bins in bins_list:
+        index = torch.randint(0, bins, (n,), device="cuda", generator=g)
+        host_index = index.cpu().numpy()
+        ref = np.bincount(host_index, weights=host_values, minlength=bins)
+        ref_counts = np.bincount(host_index, minlength=bins)
+        out = torch.zeros(bins, device="cuda", dtype=torch.float64)
+        tol = dict(rtol=1e-9, atol=1e-9 * max(1.0, math.sqrt(n / bins)))
+
+        def fresh(f):
+            def g2():
+                out.zero_()
+                return f()
+            return g2
+
+        r.row("tally.scatter_add f64", fresh(lambda: tally.scatter_add(out, index, values, check_indices=False)),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("tally.scatter_add f64 deterministic",
+              fresh(lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False)),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("torch.scatter_add_ f64", fresh(lambda: out.scatter_add_(0, index, values)),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("torch.scatter_add_ f64 deterministic", fresh(lambda: out.scatter_add_(0, index, values)),
+              lambda o: close(o, ref, **tol), bins=bins, n=n, deterministic_torch=True, calls=1)
+        r.row("tally.bincount weighted f64", lambda: tally.bincount(index, weights=values, minlength=bins),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("tally.bincount weighted f64 deterministic",
+              lambda: tally.bincount(index, weights=values, minlength=bins, deterministic=True),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("torch.bincount weighted f64", lambda: torch.bincount(index, weights=values, minlength=bins),
+              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        r.row("torch.bincount weighted f64 deterministic",
+              lambda: torch.bincount(index, weights=values, minlength=bins),
+              lambda o: close(o, ref, **tol), bins=bins, n=n, deterministic_torch=True, calls=1)
+        r.row("tally.bincount", lambda: tally.bincount(index, minlength=bins), lambda o: equal(o, ref_counts),
+              bins=bins, n=n)
+        r.row("torch.bincount", lambda: torch.bincount(index, minlength=bins), lambda o: equal(o, ref_counts),
+              bins=bins, n=n)
+        if cupy is not None:
+            cindex = cupy.from_dlpack(index)
+            cvalues = cupy.from_dlpack(values)
+            r.row("cupy.bincount weighted f64", lambda: cupy.bincount(cindex, weights=cvalues, minlength=bins),
+                  lambda o: close(o, ref, **tol), bins=bins, n=n)
+            r.row("cupy.bincount", lambda: cupy.bincount(cindex, minlength=bins), lambda o: equal(o, ref_counts),
+                  bins=bins, n=n)
+
+
+def histogram_rows(r, n, bins_list):
+    g = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.rand(n, device="cuda", dtype=torch.float64, generator=g)
+    host = x.cpu().numpy()
+    for bins in bins_list:
+        ref = np.histogram(host, bins=bins, range=(0.0, 1.0))[0]
+        r.row("tally.histogram f64", lambda: tally.histogram(x, bins=bins, range=(0.0, 1.0), return_edges=False),
+              lambda o: equal(o, ref), bins=bins, n=n)
+        # histc: float counts, bins closed like NumPy's at the top.
+        r.row("torch.histc f64", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
+              lambda o: equal(o, ref.astype(np.float64)), bins=bins, n=n)
+        r.row("torch.histc f64 deterministic", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
+              lambda o: equal(o, ref.astype(np.float64)), bins=bins, n=n, deterministic_torch=True, calls=1)
+        if cupy is not None:
+            cx = cupy.from_dlpack(x)
+            edges = cupy.linspace(0.0, 1.0, bins + 1)
+            r.row("cupy.histogram f64", lambda: cupy.histogram(cx, bins=edges)[0], lambda o: equal(o, ref),
+                  bins=bins, n=n)
+
+
+def overhead_rows(r, calls):
+    x = torch.rand(1024, device="cuda", dtype=torch.float32)
+    out = torch.empty((), device="cuda", dtype=torch.float32)
+    ref = float(x.double().sum())
+    check = lambda o: abs(float(o) - ref) <= 1e-5 * ref
+    for checked in (False, True):
+        cpp = statistics.median(tally._time_sum_cpp(x, calls, checked=checked) for _ in range(r.trials))
+        r.rows.append({"name": "C++ tally::reduce f32 2^10 (per call)", "us": round(cpp, 3), "checked_mode": checked,
+                       "checked": True})
+        print(json.dumps(r.rows[-1]), flush=True)
+    r.row("tally.sum f32 2^10 (Python, new output)", lambda: tally.sum(x), check, calls=calls, n=1024)
+    r.row("tally.sum f32 2^10 (Python, out=)", lambda: tally.sum(x, out=out), check, calls=calls, n=1024)
+    r.row("torch.sum f32 2^10", lambda: torch.sum(x), check, calls=calls, n=1024)
+    # index_add_ (row scatter): tally.index_add is not bound yet (it needs
+    # tally::index_add in the library); rows for it are added with the binding.
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="bench-python.json")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and trials")
+    args = p.parse_args()
+    if not (torch.cuda.is_available() and tally.gpu_available()):
+        sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
+    r = Runner(trials=3 if args.quick else 7)
+    overhead_rows(r, 2000)
+    bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
+    scatter_rows(r, 10**7, bins)
+    histogram_rows(r, 10**7, bins)
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cupy": None if cupy is None else cupy.__version__, "tally": tally.__version__}
+    with open(args.out, "w") as f:
+        json.dump({"meta": meta, "rows": r.rows}, f, indent=1)
+    bad = [row for row in r.rows if not row.get("checked") and "deterministic" not in row["name"]]
+    print(f"{len(r.rows)} rows, {len(bad)} unchecked (besides refusals)", file=sys.stderr)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,436 @@
+// tally._core: the nanobind module under the Python package. Each function
+// takes arrays that speak DLPack or the buffer protocol (NumPy, PyTorch,
+// CuPy, ...), checks them (dtype, shape, contiguity, device, overlap) with
+// errors naming the argument, and calls ops.hpp on the CPU backend (host
+// arrays) or the GPU backend (CUDA arrays, on the stream given). Outputs are
+// preallocated by the Python layer (src/tally/*.py), in the caller's library.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <tally/core/error.hpp>
+
+#include "ops.hpp"
+
+namespace nb = nanobind;
+using namespace tally_py;
+
+namespace {
+
+// float16 for nb::dtype<>: only its DLPack code and width matter here.
+struct tally_py_half_tag {};
+
+using input_array = nb::ndarray<nb::ro>;
+using output_array = nb::ndarray<>;
+
+/// Where the arrays of one call live; the first array sets it, the others must agree.
+struct call_site {
+  explicit call_site(const char* f) : function(f) {}
+  const char* function;
+  bool known = false;
+  bool gpu = false;
+  int device = 0;
+  const char* first_argument = nullptr;
+  std::vector<input_array> keep_inputs;  // alive until the call returns
+  std::vector<output_array> keep_outputs;
+};
+
+std::string device_name(bool gpu, int device) { return gpu ? "cuda:" + std::to_string(device) : "cpu"; }
+
+std::string prefix(const call_site& site, const char* argument) {
+  return std::string("tally.") + site.function + ": argument '" + argument + "' ";
+}
+
+dtype to_dtype(const call_site& site, const char* argument, nb::dlpack::dtype t) {
+  using code = nb::dlpack::dtype_code;
+  if (t.lanes == 1) {
+    if (t.code == (uint8_t)code::Float && t.bits == 16) return dtype::f16;
+    if (t.code == (uint8_t)code::Bfloat && t.bits == 16) return dtype::bf16;
+    if (t.code == (uint8_t)code::Float && t.bits == 32) return dtype::f32;
+    if (t.code == (uint8_t)code::Float && t.bits == 64) return dtype::f64;
+    if (t.code == (uint8_t)code::Int && t.bits == 32) return dtype::i32;
+    if (t.code == (uint8_t)code::Int && t.bits == 64) return dtype::i64;
+  }
+  static const char* names[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
+  const std::string kind = t.code <= 6 ? names[t.code] : "code " + std::to_string(t.code);
+  throw nb::type_error((prefix(site, argument) + "has an unsupported dtype (" + kind + std::to_string(t.bits) +
+                        "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
+                           .c_str());
+}
+
+/// The array's elements as one contiguous run (C order), or a ValueError.
+template <class Array>
+view checked_view(call_site& site, const char* argument, const Array& a, int max_ndim) {
+  if (max_ndim >= 0 && a.ndim() > static_cast<size_t>(max_ndim))
+    throw nb::value_error((prefix(site, argument) + "must be " + (max_ndim == 0 ? "a scalar" : "one-dimensional") +
+                           " (got " + std::to_string(a.ndim()) + " dimensions)")
+                              .c_str());
+  std::int64_t expected = 1;
+  for (size_t i = a.ndim(); a.size() > 0 && i-- > 0;) {
+    if (a.shape(i) != 1 && a.stride(i) != expected)
+      throw nb::value_error((prefix(site, argument) +
+                             "must be contiguous (C order); make a contiguous copy first (e.g. .contiguous() in "
+                             "PyTorch, numpy.ascontiguousarray)")
+                                .c_str());
+    expected *= static_cast<std::int64_t>(a.shape(i));
+  }
+  const dtype type = to_dtype(site, argument, a.dtype());
+
+  const int device_type = a.device_type();
+  bool gpu = false;
+  if (device_type == nb::device::cuda::value || device_type == nb::device::cuda_managed::value) gpu = true;
+  else if (device_type != nb::device::cpu::value && device_type != nb::device::cuda_host::value)
+    throw nb::value_error((prefix(site, argument) + "lives on DLPack device type " + std::to_string(device_type) +
+                           "; tally runs host (CPU) and CUDA arrays")
+                              .c_str());
+  const int device = gpu ? a.device_id() : 0;
+  if (!site.known) {
+    if (gpu) {
+      std::string why;
+      if (!gpu_available(&why))
+        throw nb::value_error((prefix(site, argument) + "is a CUDA array, but " + why +
+                               "; only host (NumPy) arrays can be used here")
+                                  .c_str());
+    }
+    site.known = true;
+    site.gpu = gpu;
+    site.device = device;
+    site.first_argument = argument;
+  } else if (gpu != site.gpu || device != site.device) {
+    throw nb::value_error((prefix(site, argument) + "is on " + device_name(gpu, device) + " but '" +
+                           site.first_argument + "' is on " + device_name(site.gpu, site.device) +
+                           "; all arrays of a call must live on one device")
+                              .c_str());
+  }
+  return {const_cast<void*>(static_cast<const void*>(a.data())), static_cast<std::int64_t>(a.size()), type};
+}
+
+view input(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
+  input_array a;
+  if (!nb::try_cast(h, a, false))
+    throw nb::type_error((prefix(site, argument) + "must be an array (NumPy, PyTorch, CuPy, or any object with "
+                                                   "__dlpack__ or the buffer protocol), got " +
+                          std::string(nb::type_name(h.type()).c_str()))
+                             .c_str());
+  site.keep_inputs.push_back(a);
+  return checked_view(site, argument, a, max_ndim);
+}
+
+view output(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
+  output_array a;
+  if (!nb::try_cast(h, a, false)) {
+    input_array readonly;
+    if (nb::try_cast(h, readonly, false))
+      throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());
+    throw nb::type_error((prefix(site, argument) + "must be a writable array, got " +
+                          std::string(nb::type_name(h.type()).c_str()))
+                             .c_str());
+  }
+  site.keep_outputs.push_back(a);
+  return checked_view(site, argument, a, max_ndim);
+}
+
+std::size_t item_size(dtype t) {
+  switch (t) {
+    case dtype::f16:
+    case dtype::bf16: return 2;
+    case dtype::f32:
+    case dtype::i32: return 4;
+    default: return 8;
+  }
+}
+
+bool overlaps(const view& a, const view& b) {
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
+  const auto a1 = a0 + a.n * item_size(a.type), b1 = b0 + b.n * item_size(b.type);
+  return a.n > 0 && b.n > 0 && a0 < b1 && b0 < a1;
+}
+
+void check_no_overlap(const call_site& site, const char* out_name, const view& out, const char* in_name,
+                      const view& in) {
+  if (overlaps(out, in))
+    throw nb::value_error((prefix(site, out_name) + "overlaps '" + in_name + "'; tally needs separate memory").c_str());
+}
+
+void check_size(const call_site& site, const char* argument, const view& v, std::int64_t n, const char* what) {
+  if (v.n != n)
+    throw nb::value_error((prefix(site, argument) + "has " + std::to_string(v.n) + " elements; " + what + " (" +
+                           std::to_string(n) + ")")
+                              .c_str());
+}
+
+/// Runs `f(place)` on the call's backend: the GPU's device made current, the GIL released.
+template <class F>
+void run(const call_site& site, std::uintptr_t stream, F&& f) {
+  const place where{site.gpu, reinterpret_cast<CUstream_st*>(stream)};
+  nb::gil_scoped_release release;
+  if (site.gpu) {
+    device_guard guard(site.device);
+    f(where);
+  } else {
+    f(where);
+  }
+}
+
+reduce_op parse_reduce_op(const call_site& site, const std::string& name) {
+  if (name == "sum" || name == "plus") return reduce_op::sum;
+  if (name == "prod") return reduce_op::prod;
+  if (name == "min") return reduce_op::min;
+  if (name == "max") return reduce_op::max;
+  if (name == "argmin") return reduce_op::argmin;
+  if (name == "argmax") return reduce_op::argmax;
+  if (name == "and") return reduce_op::bit_and;
+  if (name == "or") return reduce_op::bit_or;
+  if (name == "xor") return reduce_op::bit_xor;
+  throw nb::value_error((prefix(site, "op") + "is '" + name +
+                         "'; one of 'sum' ('plus'), 'prod', 'min', 'max', 'argmin', 'argmax', 'and', 'or', 'xor'")
+                            .c_str());
+}
+
+scatter_op parse_scatter_op(const call_site& site, const std::string& name) {
+  if (name == "sum") return scatter_op::sum;
+  if (name == "prod") return scatter_op::prod;
+  if (name == "amin") return scatter_op::min;
+  if (name == "amax") return scatter_op::max;
+  throw nb::value_error(
+      (prefix(site, "reduce") + "is '" + name + "'; one of 'sum', 'prod', 'amin', 'amax'").c_str());
+}
+
+
+}  // namespace
+
+namespace nanobind::detail {
+template <>
+struct dtype_traits<tally_py_half_tag> {
+  static constexpr dlpack::dtype value{(uint8_t)dlpack::dtype_code::Float, 16, 1};
+  static constexpr auto name = const_name("float16");
+};
+}  // namespace nanobind::detail
+
+NB_MODULE(_core, m) {
+  m.doc() = "tally's compiled core; use the functions of the tally package instead.";
+
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tally::invalid_argument& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const unsupported_dtype& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const tally::error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("gpu_status", []() {
+    std::string why;
+    const bool ok = gpu_available(&why);
+    return nb::make_tuple(ok, ok ? std::string("a CUDA device is usable") : why);
+  }, "(available, reason): whether tally can run on a GPU here.");
+
+  m.def(
+      "reduce_out_dtype",
+      [](const std::string& x_dtype, const std::string& op, bool compensated, const char* function) {
+        call_site site(function);
+        static const std::pair<const char*, dtype> names[] = {{"float16", dtype::f16}, {"bfloat16", dtype::bf16},
+                                                              {"float32", dtype::f32}, {"float64", dtype::f64},
+                                                              {"int32", dtype::i32},   {"int64", dtype::i64}};
+        for (const auto& [name, t] : names)
+          if (x_dtype == name) return std::string(name_of(reduce_out_type(t, parse_reduce_op(site, op), compensated, function)));
+        throw nb::type_error((prefix(site, "x") + "has an unsupported dtype (" + x_dtype +
+                              "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
+                                 .c_str());
+      },
+      nb::arg("x_dtype"), nb::arg("op"), nb::arg("compensated"), nb::arg("function"),
+      "The dtype reduce() writes for an input dtype and operator ('int64' for argmin/argmax).");
+
+  m.def(
+      "reduce",
+      [](nb::handle x, nb::handle out, const std::string& op, bool compensated, std::uintptr_t stream,
+         bool checked, const char* function) {
+        call_site site(function);
+        const view xv = input(site, "x", x);
+        const view ov = output(site, "out", out);
+        const reduce_op o = parse_reduce_op(site, op);
+        const dtype expected = reduce_out_type(xv.type, o, compensated, function);
+        const bool indexed = o == reduce_op::argmin || o == reduce_op::argmax;
+        if (ov.type != expected || ov.n != (indexed ? 2 : 1))
+          throw nb::value_error((prefix(site, "out") + "must hold " + (indexed ? "2 elements" : "1 element") +
+                                 " of dtype " + name_of(expected) + " (got " + std::to_string(ov.n) + " of " +
+                                 name_of(ov.type) + ")")
+                                    .c_str());
+        check_no_overlap(site, "out", ov, "x", xv);
+        run(site, stream, [&](const place& p) { reduce(p, xv, ov.data, o, compensated, checked || !p.gpu, function); });
+      },
+      nb::arg("x"), nb::arg("out"), nb::arg("op"), nb::arg("compensated"), nb::arg("stream"), nb::arg("checked"),
+      nb::arg("function"), "out[...] = the reduction of x with `op` (see tally.reduce).");
+
+  m.def(
+      "dot",
+      [](nb::handle x, nb::handle y, nb::handle out, bool compensated, std::uintptr_t stream, bool checked) {
+        call_site site("dot");
+        const view xv = input(site, "x", x), yv = input(site, "y", y);
+        const view ov = output(site, "out", out);
+        check_size(site, "y", yv, xv.n, "it must match 'x'");
+        if (ov.n != 1 || ov.type != xv.type)
+          throw nb::value_error((prefix(site, "out") + "must hold 1 element of x's dtype").c_str());
+        check_no_overlap(site, "out", ov, "x", xv);
+        check_no_overlap(site, "out", ov, "y", yv);
+        run(site, stream, [&](const place& p) { dot(p, xv, yv, ov.data, compensated, checked || !p.gpu); });
+      },
+      nb::arg("x"), nb::arg("y"), nb::arg("out"), nb::arg("compensated"), nb::arg("stream"), nb::arg("checked"),
+      "out[0] = sum of x*y (see tally.dot).");
+
+  m.def(
+      "histogram_even",
+      [](nb::handle x, nb::handle weights, nb::handle counts, double lo, double hi, bool deterministic,
+         std::uintptr_t stream) {
+        call_site site("histogram");
+        const view xv = input(site, "x", x);
+        view wv{};
+        const bool weighted = !weights.is_none();
+        if (weighted) {
+          wv = input(site, "weights", weights);
+          check_size(site, "weights", wv, xv.n, "it must match 'x'");
+        }
+        const view cv = output(site, "counts", counts, 1);
+        check_no_overlap(site, "counts", cv, "x", xv);
+        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        // Deterministic sums report bad values (NaN/inf weights) in checked mode.
+        run(site, stream, [&](const place& p) {
+          histogram_even(p, xv, weighted ? &wv : nullptr, cv, lo, hi, deterministic, deterministic || !p.gpu);
+        });
+      },
+      nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("lo"), nb::arg("hi"),
+      nb::arg("deterministic"), nb::arg("stream"), "Equal-width histogram (see tally.histogram).");
+
+  m.def(
+      "histogram_edges",
+      [](nb::handle x, nb::handle weights, nb::handle edges, nb::handle counts, bool deterministic,
+         std::uintptr_t stream) {
+        call_site site("histogram");
+        const view xv = input(site, "x", x);
+        view wv{};
+        const bool weighted = !weights.is_none();
+        if (weighted) {
+          wv = input(site, "weights", weights);
+          check_size(site, "weights", wv, xv.n, "it must match 'x'");
+        }
+        const view ev = input(site, "bins", edges, 1);
+        if (ev.type != dtype::f64) throw nb::type_error((prefix(site, "bins") + "must be float64 edges").c_str());
+        const view cv = output(site, "counts", counts, 1);
+        check_size(site, "counts", cv, ev.n - 1, "one fewer than the edges");
+        check_no_overlap(site, "counts", cv, "x", xv);
+        check_no_overlap(site, "counts", cv, "bins", ev);
+        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        run(site, stream, [&](const place& p) {
+          histogram_edges(p, xv, weighted ? &wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
+                          deterministic, deterministic || !p.gpu);
+        });
+      },
+      nb::arg("x"), nb::arg("weights").none(), nb::arg("bins"), nb::arg("counts"), nb::arg("deterministic"),
+      nb::arg("stream"), "Histogram over explicit edges (see tally.histogram).");
+
+  m.def(
+      "bincount",
+      [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::uintptr_t stream) {
+        call_site site("bincount");
+        const view xv = input(site, "x", x, 1);
+        view wv{};
+        const bool weighted = !weights.is_none();
+        if (weighted) {
+          wv = input(site, "weights", weights, 1);
+          check_size(site, "weights", wv, xv.n, "it must match 'x'");
+        }
+        const view cv = output(site, "counts", counts, 1);
+        check_no_overlap(site, "counts", cv, "x", xv);
+        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        run(site, stream, [&](const place& p) {
+          bincount(p, xv, weighted ? &wv : nullptr, cv, deterministic, deterministic || !p.gpu);
+        });
+      },
+      nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"), nb::arg("stream"),
+      "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
+
+  m.def(
+      "scatter",
+      [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
+         bool check_indices, std::uintptr_t stream, const char* function) {
+        call_site site(function);
+        const view ov = output(site, "out", out, 1);
+        const view iv = input(site, "index", index, 1);
+        const view sv = input(site, "src", src, 1);
+        check_size(site, "src", sv, iv.n, "it must match 'index'");
+        check_no_overlap(site, "out", ov, "index", iv);
+        check_no_overlap(site, "out", ov, "src", sv);
+        const scatter_op o = parse_scatter_op(site, op);
+        run(site, stream, [&](const place& p) {
+          scatter(p, ov, iv, sv, o, deterministic, check_indices || deterministic);
+        });
+      },
+      nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
+      nb::arg("check_indices"), nb::arg("stream"), nb::arg("function"),
+      "out[index[i]] = op(out[index[i]], src[i]) (see tally.scatter_reduce).");
+
+  m.def(
+      "stream_wait",
+      [](std::uintptr_t consumer, std::uintptr_t producer) {
+        stream_wait(reinterpret_cast<CUstream_st*>(consumer), reinterpret_cast<CUstream_st*>(producer));
+      },
+      nb::arg("consumer"), nb::arg("producer"), "Makes stream `consumer` wait for the work queued on `producer`.");
+
+  m.def(
+      "wrap_cuda_array",
+      [](std::uintptr_t pointer, std::vector<std::int64_t> shape, nb::handle strides, const std::string& dtype_name,
+         nb::handle owner) {
+        static const std::pair<const char*, nb::dlpack::dtype> names[] = {
+            {"float16", nb::dtype<tally_py_half_tag>()}, {"float32", nb::dtype<float>()},
+            {"float64", nb::dtype<double>()},           {"int32", nb::dtype<std::int32_t>()},
+            {"int64", nb::dtype<std::int64_t>()}};
+        nb::dlpack::dtype type{};
+        bool found = false;
+        for (const auto& [name, t] : names)
+          if (dtype_name == name) type = t, found = true;
+        if (!found) throw nb::type_error(("tally: unsupported __cuda_array_interface__ dtype " + dtype_name).c_str());
+        std::vector<std::int64_t> element_strides;
+        if (!strides.is_none()) {
+          for (nb::handle s : strides) {
+            const auto bytes = nb::cast<std::int64_t>(s);
+            if (bytes % static_cast<std::int64_t>(type.bits / 8) != 0)
+              throw nb::value_error("tally: __cuda_array_interface__ strides are not whole elements");
+            element_strides.push_back(bytes / (type.bits / 8));
+          }
+        }
+        std::vector<size_t> sizes(shape.begin(), shape.end());
+        void* data = reinterpret_cast<void*>(pointer);
+        const int device = pointer != 0 ? device_of(data) : 0;
+        return nb::ndarray<>(data, sizes.size(), sizes.data(), owner,
+                             element_strides.empty() ? nullptr : element_strides.data(), type,
+                             nb::device::cuda::value, device);
+      },
+      nb::arg("pointer"), nb::arg("shape"), nb::arg("strides").none(), nb::arg("dtype"), nb::arg("owner"),
+      "A DLPack-capable view of device memory described by __cuda_array_interface__ (no copy; keeps `owner` alive).");
+
+  m.def(
+      "time_sum_cpp",
+      [](nb::handle x, nb::handle out, int calls, bool checked, std::uintptr_t stream) {
+        call_site site("_time_sum_cpp");
+        const view xv = input(site, "x", x, 1);
+        const view ov = output(site, "out", out);
+        if (!site.gpu) throw nb::value_error("tally._time_sum_cpp: argument 'x' must be a CUDA array");
+        if (ov.n != 1 || ov.type != dtype::f32)
+          throw nb::value_error("tally._time_sum_cpp: argument 'out' must hold 1 float32");
+        if (calls <= 0) throw nb::value_error("tally._time_sum_cpp: argument 'calls' must be positive");
+        double us = 0;
+        run(site, stream, [&](const place& p) { us = time_sum_cpp(xv, ov.data, calls, checked, p.stream); });
+        return us;
+      },
+      nb::arg("x"), nb::arg("out"), nb::arg("calls"), nb::arg("checked"), nb::arg("stream"),
+      "Microseconds per call of the C++ tally::reduce (f32 sum) on x, `calls` calls back to back "
+      "between CUDA events on `stream` (after 20 warm-up calls).");
+}

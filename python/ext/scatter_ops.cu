@@ -1,0 +1,37 @@
+// scatter_add / scatter_reduce: tally::scatter_reduce for the package's dtypes.
+#include "dispatch.cuh"
+
+namespace tally_py {
+
+void scatter(const place& where, const view& out, const view& index, const view& src, scatter_op op,
+             bool deterministic, bool checked) {
+  if (src.type != out.type)
+    throw unsupported_dtype(std::string("tally.scatter_reduce: argument 'src' has dtype ") + name_of(src.type) +
+                            " but 'out' has " + name_of(out.type));
+  // Sums take int32 and int64 indices; prod/amin/amax int64 indices only (as
+  // PyTorch's scatter_reduce), to keep the instantiations CI compiles few.
+  if (op != scatter_op::sum && index.type != dtype::i64)
+    throw_unsupported("scatter_reduce", "index", index.type, "int64 (int32 too for sums)");
+  visit_integer(index.type, "scatter_reduce", "index", [&](auto index_tag) {
+    using I = typename decltype(index_tag)::type;
+    visit_numeric(out.type, "scatter_reduce", "out", [&](auto value_tag) {
+      using V = typename decltype(value_tag)::type;
+      // Deterministic sums apply to float values; integer sums are exact anyway.
+      const auto o = options_for(checked, deterministic && std::is_floating_point_v<V>);
+      const auto* i = static_cast<const I*>(index.data);
+      const auto* s = static_cast<const V*>(src.data);
+      auto* d = static_cast<V*>(out.data);
+      on_backend(where, [&](const auto& backend) {
+        if (op == scatter_op::sum) return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::plus{}, o);
+        if constexpr (std::is_same_v<I, std::int64_t>) {
+          if (op == scatter_op::prod)
+            return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::multiplies{}, o);
+          if (op == scatter_op::min) return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::minimum{}, o);
+          return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::maximum{}, o);
+        }
+      });
+    });
+  });
+}
+
+}  // namespace tally_py

@@ -1,0 +1,50 @@
+"""tally: reductions, histograms and scatter-reduce on the GPU and the CPU.
+
+Arrays come from the caller's own library, without copies: NumPy arrays run
+on tally's CPU backend (OpenMP), PyTorch and CuPy tensors on a CUDA device on
+the GPU backend, queued on the library's current stream (or `stream=`).
+Outputs are created in the caller's library. Results are reproducible bit for
+bit (sums combine in a fixed tree; `deterministic=True` makes float
+histograms and scatter-adds exact in fixed point).
+
+    import torch, tally
+    x = torch.randn(10**7, device="cuda", dtype=torch.float64)
+    s = tally.sum(x)                                   # 0-d tensor on the GPU
+    counts, edges = tally.histogram(x, bins=100, range=(-4, 4))
+    out = torch.zeros(1000, device="cuda", dtype=torch.float64)
+    tally.scatter_add(out, torch.randint(0, 1000, (10**7,), device="cuda"), x, deterministic=True)
+"""
+
+from ._core import gpu_status as _gpu_status
+from ._functions import bincount, dot, histogram, reduce, scatter_add, scatter_reduce, sum  # noqa: A004
+
+__version__ = "0.1.0"
+
+
+def gpu_available():
+    """True when tally can run on a CUDA GPU here. Without one, tally still
+    imports and runs NumPy arrays on the CPU backend; gpu_status() says why."""
+    return _gpu_status()[0]
+
+
+def gpu_status():
+    """(available, reason): whether a CUDA GPU is usable, and why not."""
+    return _gpu_status()
+
+
+def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None):
+    """Microseconds per call of the C++ tally::reduce (float32 sum of x into
+    one float32), `calls` calls back to back between CUDA events on x's
+    current stream (or `stream`) after a warm-up; x a contiguous float32 CUDA
+    tensor. For measuring the Python binding's overhead against the C++ call
+    on the same buffer and stream. `checked` as tally's check_mode."""
+    from ._arrays import classify, empty, resolve_stream
+    from . import _core
+
+    a = classify(x, "x", "_time_sum_cpp")
+    out = empty(a, (), "float32")
+    return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
+
+
+__all__ = ["bincount", "dot", "gpu_available", "gpu_status", "histogram", "reduce", "scatter_add",
+           "scatter_reduce", "sum"]

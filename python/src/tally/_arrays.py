@@ -1,0 +1,215 @@
+"""The caller's array library: recognising arrays, their dtypes and devices,
+finding the stream to run on, and allocating outputs in the same library
+(a torch tensor for torch input, cupy for cupy, numpy for numpy).
+
+The compiled core (tally._core) takes arrays through DLPack or the buffer
+protocol and never allocates; this module decides everything that depends on
+which library the caller uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+
+NUMPY, TORCH, CUPY, OTHER = "numpy", "torch", "cupy", "other"
+
+
+class Array:
+    """One argument of a call: the object to hand to the core, its library,
+    dtype name ('float32', ...), shape, and whether it lives on a GPU."""
+
+    __slots__ = ("obj", "kind", "dtype", "shape", "gpu", "device", "source", "pending_stream")
+
+    def __init__(self, obj, kind, dtype, shape, gpu, device, source, pending_stream=None):
+        self.obj = obj  # what the core receives (the array, or a DLPack capsule)
+        self.kind = kind
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.gpu = gpu
+        self.device = device  # the library's own device object (torch.device, cupy Device, ...)
+        self.source = source  # the caller's array itself
+        # __cuda_array_interface__ only: the producer's stream, which ours must wait for.
+        self.pending_stream = pending_stream
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def _dtype_name(x, kind):
+    dt = x.dtype
+    if kind == TORCH:
+        return str(dt).rpartition(".")[2]
+    name = getattr(dt, "name", None)
+    return name if isinstance(name, str) else str(dt)
+
+
+def classify(x, name, function):
+    """Array for argument `name` of tally.`function`, or TypeError naming it."""
+    if isinstance(x, np.ndarray):
+        return Array(x, NUMPY, x.dtype.name, x.shape, False, "cpu", x)
+    module = type(x).__module__
+    if module.startswith("torch"):
+        if x.requires_grad:
+            # torch refuses to export such tensors; tally's results carry no gradient.
+            x = x.detach()
+        return Array(x, TORCH, _dtype_name(x, TORCH), x.shape, x.is_cuda, x.device, x)
+    if module.startswith("cupy"):
+        return Array(x, CUPY, _dtype_name(x, CUPY), x.shape, True, x.device, x)
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        device_type, _ = x.__dlpack_device__()
+        return Array(x, OTHER, _dtype_name(x, OTHER), getattr(x, "shape", ()), device_type in (2, 13),
+                     getattr(x, "device", None), x)
+    if hasattr(x, "__cuda_array_interface__"):
+        return _from_cuda_array_interface(x, name, function)
+    raise TypeError(
+        f"tally.{function}: argument '{name}' must be an array (NumPy, PyTorch, CuPy, or any object with "
+        f"__dlpack__ or __cuda_array_interface__), got {type(x).__name__}")
+
+
+_CAI_TYPES = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32", "<i8": "int64"}
+
+
+def _from_cuda_array_interface(x, name, function):
+    """Wraps an object that speaks only __cuda_array_interface__ (Numba, ...)
+    as a DLPack-capable view (no copy) through the core."""
+    cai = x.__cuda_array_interface__
+    dtype = _CAI_TYPES.get(cai["typestr"])
+    if dtype is None:
+        raise TypeError(f"tally.{function}: argument '{name}' has an unsupported dtype ({cai['typestr']}); "
+                        "tally takes float16, float32, float64, int32 and int64 arrays")
+    wrapped = _core.wrap_cuda_array(cai["data"][0], list(cai["shape"]),
+                                    None if cai.get("strides") is None else list(cai["strides"]),
+                                    dtype, x)
+    # Work pending on the producer's stream must finish before ours starts (CAI v3).
+    return Array(wrapped, OTHER, dtype, cai["shape"], True, None, x, cai.get("stream"))
+
+
+def current_stream(a):
+    """The stream handle the caller's library considers current for a's device."""
+    if a.kind == TORCH:
+        import torch
+        index = a.device.index
+        getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if getter is not None:  # the fast path; same value as current_stream().cuda_stream
+            return getter(torch.cuda.current_device() if index is None else index)
+        return torch.cuda.current_stream(a.device).cuda_stream
+    if a.kind == CUPY:
+        import cupy
+        return cupy.cuda.get_current_stream().ptr
+    return 0  # other DLPack producers: the legacy default stream
+
+
+def stream_handle(stream, function):
+    """An int handle from `stream=`: an int, or an object with .cuda_stream
+    (PyTorch) or .ptr (CuPy)."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    raise TypeError(f"tally.{function}: argument 'stream' must be an int handle or a stream object with "
+                    f".cuda_stream or .ptr, got {type(stream).__name__}")
+
+
+def resolve_stream(a, stream, function):
+    """The stream a call on array a runs on (0 on the CPU backend)."""
+    if not a.gpu:
+        return 0
+    if stream is None:
+        return current_stream(a)
+    return stream_handle(stream, function)
+
+
+def order_after_producer(arrays, stream):
+    """Makes `stream` wait for the producer streams that __cuda_array_interface__
+    arrays name (the array libraries handle this themselves under DLPack)."""
+    for a in arrays:
+        if a is not None and a.pending_stream is not None and a.pending_stream != stream:
+            _core.stream_wait(stream, a.pending_stream)
+
+
+def export(a, stream, explicit):
+    """What the core receives for input a: the array itself when the call runs
+    on the library's current stream (nothing to order), else a DLPack capsule
+    made with the consumer's stream, so the producer orders its pending work
+    before that stream (the DLPack stream protocol)."""
+    if not (a.gpu and explicit) or a.kind == NUMPY:
+        return a.obj
+    # DLPack names the legacy default stream 1; CUDA's handle for it is 0.
+    return a.obj.__dlpack__(stream=stream if stream != 0 else 1)
+
+
+def empty(like, shape, dtype):
+    """An uninitialised array of `dtype` (a name) in like's library, on like's device."""
+    if like.kind == NUMPY or (not like.gpu and like.kind not in (TORCH, OTHER)):
+        return np.empty(shape, dtype=dtype)
+    if like.kind == TORCH:
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if like.kind == CUPY:
+        import cupy
+        with like.device:
+            return cupy.empty(shape, dtype=dtype)
+    if like.device is None:  # __cuda_array_interface__ producers: answer with CuPy where it is installed
+        try:
+            import cupy
+            return cupy.empty(shape, dtype=dtype)
+        except ImportError:
+            pass
+    namespace = getattr(like.source, "__array_namespace__", None)
+    if namespace is not None:
+        xp = namespace()
+        return xp.empty(shape, dtype=getattr(xp, dtype), device=like.device)
+    raise TypeError(f"tally cannot allocate an output for a {type(like.source).__name__}; "
+                    "pass an array of NumPy, PyTorch, CuPy or an array-API library")
+
+
+def as_dtype(a, dtype):
+    """A converted copy of a's array in its own library."""
+    x = a.source
+    if a.kind == TORCH:
+        import torch
+        return x.to(getattr(torch, dtype))
+    return x.astype(dtype)
+
+
+def from_host(like, values):
+    """A copy of the NumPy array `values` in like's library and on its device."""
+    if like.kind == NUMPY or (not like.gpu and like.kind not in (TORCH, OTHER)):
+        return values
+    if like.kind == TORCH:
+        import torch
+        return torch.from_numpy(values).to(like.device)
+    if like.kind == CUPY:
+        import cupy
+        with like.device:
+            return cupy.asarray(values)
+    xp = like.source.__array_namespace__()
+    return xp.asarray(values, device=like.device)
+
+
+def read_back(a, x, stream):
+    """x (made by a call on `stream`) as a NumPy array. The copy runs on the
+    library's current stream, so that stream first waits for ours."""
+    if a.gpu and a.kind in (TORCH, CUPY) and stream != current_stream(a):
+        _core.stream_wait(current_stream(a), stream)
+    return to_host(x)
+
+
+def to_host(x):
+    """x as a NumPy array (copied from the GPU where needed; waits for it)."""
+    if isinstance(x, np.ndarray):
+        return x
+    module = type(x).__module__
+    if module.startswith("torch"):
+        return x.detach().cpu().numpy()
+    if module.startswith("cupy"):
+        return x.get()
+    return np.asarray(x)

@@ -1,0 +1,343 @@
+"""The public functions of the tally package (re-exported by __init__)."""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from . import _core
+from ._arrays import (NUMPY, as_dtype, classify, empty, export, from_host, order_after_producer, read_back,
+                      resolve_stream, to_host)
+
+_REDUCE_OPS = ("sum", "plus", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor")
+
+
+def _prepare(function, stream, **arrays):
+    """Classifies the named arrays (None passes through), resolves the stream
+    from the first, and returns (infos, objects for the core, stream)."""
+    infos = {name: (None if x is None else classify(x, name, function)) for name, x in arrays.items()}
+    first = next(a for a in infos.values() if a is not None)
+    handle = resolve_stream(first, stream, function)
+    explicit = stream is not None
+    order_after_producer(infos.values(), handle)
+    objects = {name: (None if a is None else export(a, handle, explicit)) for name, a in infos.items()}
+    return infos, objects, handle
+
+
+def _scalar(out, a):
+    """A reduction's result: a NumPy scalar for NumPy input (as numpy.sum
+    returns), else the 0-d array in the caller's library (no wait for the GPU)."""
+    return out[()] if a.kind == NUMPY else out
+
+
+def reduce(x, op="sum", *, compensated=False, stream=None, out=None):
+    """Reduces every element of x with a named operator.
+
+    Parameters
+    ----------
+    x : array
+        NumPy array (CPU backend) or PyTorch/CuPy tensor on a GPU (GPU backend),
+        contiguous, any shape (all elements are reduced). dtypes: float32,
+        float64, int32, int64; float16 and bfloat16 for "sum".
+    op : str
+        "sum" (or "plus"), "prod", "min", "max", "argmin", "argmax", and the
+        bitwise "and", "or", "xor" (integers only).
+    compensated : bool
+        Kahan–Babuška–Neumaier summation (op "sum", float32/float64).
+    stream : int or stream object, optional
+        CUDA stream to run on (an int handle, or an object with .cuda_stream or
+        .ptr). Default: the array library's current stream. Inputs are exported
+        with this stream under the DLPack protocol, so the library orders its
+        pending work before it.
+    out : array, optional
+        Where to write the result (one element of the result dtype; for argmin
+        and argmax two int64 slots). Default: a new array.
+
+    Returns
+    -------
+    A 0-d array in x's library (on x's device; the GPU is not waited for), or a
+    NumPy scalar for NumPy input. Sums and products of int32 are int64 (as in
+    NumPy and PyTorch); float16/bfloat16 sums accumulate in float32 and are
+    returned in x's dtype; "argmin"/"argmax" give the int64 index of the first
+    extremum (a NaN counting as the extremum). "min"/"max" propagate NaN and
+    return +inf/-inf (or the integer limits) for an empty x.
+
+    The result is the same bit for bit on every run and on both backends
+    (tally combines elements in one fixed tree).
+
+    Raises
+    ------
+    TypeError for unsupported dtypes or non-arrays; ValueError for a
+    non-contiguous x, a bad `op`, or arrays on different devices.
+    """
+    if op not in _REDUCE_OPS:
+        raise ValueError(f"tally.reduce: argument 'op' is {op!r}; one of {', '.join(map(repr, _REDUCE_OPS))}")
+    return _reduce("reduce", x, op, compensated, stream, out)
+
+
+def _reduce(function, x, op, compensated, stream, out):
+    infos, objects, handle = _prepare(function, stream, x=x)
+    a = infos["x"]
+    indexed = op in ("argmin", "argmax")
+    if indexed and a.size == 0:
+        raise ValueError(f"tally.{function}: argument 'x' is empty; {op} of nothing has no index")
+    result = out
+    if result is None:
+        dtype = _core.reduce_out_dtype(a.dtype, op, compensated, function)
+        result = empty(a, (2,) if indexed else (), dtype)
+    _core.reduce(objects["x"], result, op, compensated, handle, False, function)
+    if out is not None:
+        return out
+    if indexed:  # tally::value_index<T>: the index is the second 8-byte slot
+        return result[1] if a.kind != NUMPY else result[1].item()
+    return _scalar(result, a)
+
+
+def sum(x, *, compensated=False, stream=None, out=None):  # noqa: A001 (the name users expect)
+    """Sum of every element of x: tally.reduce(x, "sum", ...).
+
+    float16/bfloat16 accumulate in float32 (result in x's dtype); int32 sums
+    to int64. `compensated=True`: Kahan–Babuška–Neumaier summation (float32,
+    float64). Bitwise reproducible run to run and across backends. See
+    tally.reduce for the parameters, the result and the errors.
+    """
+    return _reduce("sum", x, "sum", compensated, stream, out)
+
+
+def dot(x, y, *, compensated=False, stream=None, out=None):
+    """Σ x[i]·y[i] over all elements (float32 or float64, one dtype).
+
+    x and y: contiguous arrays of the same size and dtype on one device. Each
+    product is rounded before it is added (no fused multiply-add), so the
+    result is the same bit for bit on both backends and on every run.
+    Returns a 0-d array in x's library (NumPy scalar for NumPy). `stream`,
+    `out`: as in tally.reduce. TypeError/ValueError name the bad argument.
+    """
+    infos, objects, handle = _prepare("dot", stream, x=x, y=y)
+    a = infos["x"]
+    result = empty(a, (), a.dtype) if out is None else out
+    _core.dot(objects["x"], objects["y"], result, compensated, handle, False)
+    return out if out is not None else _scalar(result, a)
+
+
+def _finite_range(function, a, obj, handle):
+    """(min, max) of x as Python floats, computed by tally (one wait)."""
+    lo = empty(a, (), a.dtype)
+    hi = empty(a, (), a.dtype)
+    _core.reduce(obj, lo, "min", False, handle, False, function)
+    _core.reduce(obj, hi, "max", False, handle, False, function)
+    return float(read_back(a, lo, handle)), float(read_back(a, hi, handle))
+
+
+def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, return_edges=True,  # noqa: A002
+              stream=None):
+    """Histogram of x with NumPy's rules (numpy.histogram without `density`).
+
+    Parameters
+    ----------
+    x : array
+        Samples (float32, float64; int32/int64 are converted to float64, a
+        copy), contiguous, any shape (flattened). NaN and samples outside the
+        bins are ignored.
+    bins : int or sequence of edges
+        An int: that many equal-width bins over `range`, with edges
+        numpy.linspace(lo, hi, bins + 1) in float64. A sequence (or array) of
+        at least 2 non-decreasing edges: bin k is [edges[k], edges[k+1]).
+        As in NumPy the last bin is closed: a sample equal to the last edge
+        counts in it.
+    range : (lo, hi), optional
+        For integer `bins`; default (x.min(), x.max()) (which waits for the
+        GPU), widened by 0.5 either side when equal, as NumPy does.
+    weights : array, optional
+        One weight per sample, of x's dtype (float32 or float64); the counts
+        then sum weights.
+    deterministic : bool
+        With weights: fixed-point sums (tally's histogram_options.deterministic),
+        bitwise identical run to run and across backends; NaN/inf weights are
+        then a ValueError (on the GPU this waits for the stream). Unweighted
+        counts are integers and always exact.
+    return_edges : bool
+        Return (counts, edges) as NumPy does (default), or counts alone (no
+        edges array is made: cheaper for small problems).
+    stream : as in tally.reduce.
+
+    Returns
+    -------
+    counts (int64, or the weights' dtype when weighted) and, unless
+    return_edges=False, the float64 edges, both in x's library on x's device.
+
+    Samples compare against the float64 edges; for float64 and integer x the
+    counts equal numpy.histogram's exactly, for float32 x they equal
+    numpy.histogram(x.astype(float64), ...) (NumPy itself rounds the edges to
+    float32 there).
+    """
+    infos, objects, handle = _prepare("histogram", stream, x=x, weights=weights)
+    a = infos["x"]
+    if infos["weights"] is not None:
+        if infos["weights"].dtype not in ("float32", "float64"):
+            raise TypeError(f"tally.histogram: argument 'weights' has dtype {infos['weights'].dtype}; "
+                            "supported: float32, float64")
+        if infos["weights"].shape != a.shape:
+            raise ValueError(f"tally.histogram: argument 'weights' has shape {infos['weights'].shape}; "
+                             f"it must match x's {a.shape}")
+    count_dtype = "int64" if weights is None else infos["weights"].dtype
+    if a.dtype in ("int32", "int64"):
+        # Integer samples are binned as float64 values (a converted copy: the
+        # core's histograms take float samples; NumPy converts them too).
+        x_float = as_dtype(a, "float64" if weights is None else count_dtype)
+        a = classify(x_float, "x", "histogram")
+        objects["x"] = export(a, handle, stream is not None)
+    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
+        nbins = operator.index(bins)
+        if nbins < 1:
+            raise ValueError(f"tally.histogram: argument 'bins' must be positive, when an integer (got {nbins})")
+        if range is None:
+            lo, hi = (0.0, 1.0) if a.size == 0 else _finite_range("histogram", a, objects["x"], handle)
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise ValueError(f"tally.histogram: argument 'x' gives the non-finite range [{lo}, {hi}]; "
+                                 "pass range=")
+        else:
+            try:
+                lo, hi = (float(v) for v in range)
+            except (TypeError, ValueError):
+                raise TypeError("tally.histogram: argument 'range' must be a pair of numbers (lo, hi)") from None
+            if lo > hi:
+                raise ValueError(f"tally.histogram: argument 'range' must have lo <= hi (got {range})")
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                raise ValueError(f"tally.histogram: argument 'range' is not finite ({range})")
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        counts = empty(a, (nbins,), count_dtype)
+        _core.histogram_even(objects["x"], objects["weights"], counts, lo, hi, deterministic, handle)
+        if not return_edges:
+            return counts
+        return counts, from_host(a, np.linspace(lo, hi, nbins + 1))
+    if range is not None:
+        raise ValueError("tally.histogram: argument 'range' applies to integer bins only")
+    edges = np.asarray(to_host(bins), dtype=np.float64)
+    if edges.ndim != 1 or edges.size < 2:
+        raise ValueError("tally.histogram: argument 'bins' must be an int or a 1-D sequence of at least 2 edges")
+    if np.any(edges[:-1] > edges[1:]) or np.isnan(edges).any():
+        raise ValueError("tally.histogram: argument 'bins' must increase monotonically, when an array")
+    edges = np.ascontiguousarray(edges)
+    device_edges = from_host(a, edges)
+    counts = empty(a, (edges.size - 1,), count_dtype)
+    edges_obj = export(classify(device_edges, "bins", "histogram"), handle, stream is not None)
+    _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, handle)
+    return (counts, device_edges) if return_edges else counts
+
+
+def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
+    """Counts of each value in x, as numpy.bincount / torch.bincount.
+
+    Parameters
+    ----------
+    x : 1-D array of int32 or int64, non-negative.
+    weights : 1-D float32/float64 array of x's length, optional: sum weights
+        instead of counting.
+    minlength : int, a minimum length of the result.
+    deterministic : bool
+        With weights: fixed-point sums, bitwise identical run to run and
+        across backends (NaN/inf weights are then a ValueError).
+    stream : as in tally.reduce.
+
+    Returns
+    -------
+    1-D array of length max(x.max() + 1, minlength) in x's library and on its
+    device: int64 counts, or sums in the weights' dtype (NumPy's bincount
+    returns float64 for any weights; tally keeps float32 weights in float32).
+
+    Finding the length reads x.min() and x.max() back (one wait for the GPU),
+    as torch.bincount does. Negative values: ValueError naming 'x'.
+    """
+    if isinstance(minlength, bool) or not isinstance(minlength, (int, np.integer)):
+        raise TypeError("tally.bincount: argument 'minlength' must be an int")
+    if minlength < 0:
+        raise ValueError(f"tally.bincount: argument 'minlength' must be non-negative (got {minlength})")
+    infos, objects, handle = _prepare("bincount", stream, x=x, weights=weights)
+    a = infos["x"]
+    if a.dtype not in ("int32", "int64"):
+        raise TypeError(f"tally.bincount: argument 'x' has dtype {a.dtype}; supported: int32, int64")
+    w = infos["weights"]
+    if w is not None and w.dtype not in ("float32", "float64"):
+        raise TypeError(f"tally.bincount: argument 'weights' has dtype {w.dtype}; supported: float32, float64")
+    length = minlength
+    if a.size > 0:
+        extremes = empty(a, (2,), a.dtype)
+        _core.reduce(objects["x"], extremes[0:1], "min", False, handle, False, "bincount")
+        _core.reduce(objects["x"], extremes[1:2], "max", False, handle, False, "bincount")
+        lo, hi = (int(v) for v in read_back(a, extremes, handle))
+        if lo < 0:
+            raise ValueError(f"tally.bincount: argument 'x' must be non-negative (its minimum is {lo})")
+        length = max(length, hi + 1)
+    counts = empty(a, (length,), "int64" if w is None else w.dtype)
+    if a.size == 0:
+        counts[...] = 0
+        return counts
+    _core.bincount(objects["x"], objects["weights"], counts, deterministic, handle)
+    return counts
+
+
+_SCATTER_OPS = ("sum", "prod", "amin", "amax")
+
+
+def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, check_indices=True,  # noqa: A002
+                   stream=None):
+    """out[index[i]] = reduce(out[index[i]], src[i]) for every i, in place.
+
+    PyTorch's out.scatter_reduce_(0, index, src, reduce, include_self=True)
+    for 1-D arrays; NumPy's ufunc.at (np.add.at, np.multiply.at,
+    np.minimum.at, np.maximum.at) without negative indices.
+
+    Parameters
+    ----------
+    out : 1-D contiguous array (float32, float64, int32, int64), updated in place.
+    index : 1-D int32/int64 array, values in [0, len(out)).
+    src : 1-D array of out's dtype and index's length.
+    reduce : "sum", "prod", "amin" or "amax".
+    deterministic : bool
+        For float "sum": fixed-point sums (tally's histogram_options.
+        deterministic), so out is bitwise identical run to run, for any
+        order of updates and on both backends; a value outside the fixed-point
+        range (NaN, inf, or too large) is a ValueError. Integer sums, "amin"
+        and "amax" are deterministic anyway; float "prod" has no such mode
+        (ValueError).
+    check_indices : bool
+        True (default): an index outside [0, len(out)) is a ValueError naming
+        its position (in-range updates are still applied); on the GPU the call
+        then waits for the stream. False: no wait, out-of-range indices are
+        skipped silently.
+    stream : as in tally.reduce.
+
+    Returns out.
+    """
+    if reduce not in _SCATTER_OPS:
+        raise ValueError(f"tally.scatter_reduce: argument 'reduce' is {reduce!r}; one of "
+                         f"{', '.join(map(repr, _SCATTER_OPS))}")
+    return _scatter("scatter_reduce", out, index, src, reduce, deterministic, check_indices, stream)
+
+
+def scatter_add(out, index, src, *, deterministic=False, check_indices=True, stream=None):
+    """out[index[i]] += src[i] for every i, in place: np.add.at(out, index, src)
+    or torch's out.scatter_add_(0, index, src) for 1-D arrays.
+    tally.scatter_reduce(out, index, src, "sum", ...); see it for the
+    parameters. Returns out."""
+    return _scatter("scatter_add", out, index, src, "sum", deterministic, check_indices, stream)
+
+
+def _scatter(function, out, index, src, op, deterministic, check_indices, stream):
+    infos, objects, handle = _prepare(function, stream, out=out, index=index, src=src)
+    o = infos["out"]
+    if deterministic and op == "prod" and o.dtype in ("float32", "float64"):
+        raise ValueError(f"tally.{function}: argument 'deterministic' applies to sums; float products "
+                         "have no deterministic mode")
+    det = deterministic and op == "sum"  # min/max/integer sums are order-independent already
+    # The output is written, so it goes to the core as the caller's array itself.
+    _core.scatter(o.obj, objects["index"], objects["src"], op, det, check_indices, handle, function)
+    return out
+
+
+# index_add(out, index, src, ...) — the row scatter out[index[i], :] += src[i, :]
+# of issue 10 — is bound here once the library has tally::index_add; and
+# cg(...) once the conjugate-gradient issue has landed. Neither exists yet.

@@ -1,0 +1,193 @@
+"""tally on the GPU through PyTorch and CuPy: results against torch/NumPy
+references, bitwise agreement with the CPU backend and across runs, and the
+stream contract. Skips where no GPU, torch or cupy is present."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tally
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+try:
+    import cupy
+except ImportError:  # pragma: no cover
+    cupy = None
+
+needs_gpu = pytest.mark.skipif(not tally.gpu_available(), reason="no usable GPU: " + tally.gpu_status()[1])
+needs_torch = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="torch with CUDA missing")
+needs_cupy = pytest.mark.skipif(cupy is None, reason="cupy missing")
+pytestmark = needs_gpu
+
+
+def bits(v):
+    if torch is not None and isinstance(v, torch.Tensor):
+        v = v.cpu()
+        return v.view(torch.uint8 if v.dtype.itemsize == 1 else getattr(torch, f"int{8 * v.dtype.itemsize}")).numpy().tobytes()
+    if cupy is not None and isinstance(v, cupy.ndarray):
+        v = v.get()
+    return np.asarray(v).tobytes()
+
+
+# ---- PyTorch ------------------------------------------------------------------
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("n", [1, 1000, 2**20 + 3])
+def test_torch_sum_matches_reference_and_cpu_bits(dtype, n):
+    x = torch.randn(n, device="cuda", dtype=getattr(torch, dtype))
+    s = tally.sum(x)
+    assert isinstance(s, torch.Tensor) and s.is_cuda and s.dtype == x.dtype and s.shape == ()
+    exact = math.fsum(x.double().cpu().numpy())
+    tol = {"float32": 1e-6, "float64": 1e-14, "float16": 2e-3, "bfloat16": 1e-2}[dtype]
+    assert abs(float(s) - exact) <= tol * (float(x.double().abs().sum()) + 1)
+    assert bits(tally.sum(x)) == bits(s)  # run to run
+    assert bits(tally.sum(x.cpu())) == bits(s)  # GPU backend == CPU backend (torch CPU tensor)
+
+
+@needs_torch
+def test_torch_reduce_ops_and_dot():
+    x = torch.randn(100003, device="cuda", dtype=torch.float64)
+    assert float(tally.reduce(x, "min")) == float(x.min())
+    assert int(tally.reduce(x, "argmax")) == int(x.argmax())
+    y = torch.randn_like(x)
+    d = tally.dot(x, y)
+    assert abs(float(d) - float(torch.dot(x, y))) <= 1e-12 * float((x.abs() * y.abs()).sum())
+    assert bits(d) == bits(tally.dot(x.cpu().numpy(), y.cpu().numpy()))
+    i = torch.randint(-1000, 1000, (99999,), device="cuda", dtype=torch.int32)
+    s = tally.sum(i)
+    assert s.dtype == torch.int64 and int(s) == int(i.long().sum())
+
+
+@needs_torch
+def test_torch_histogram_matches_numpy_and_cpu():
+    x = torch.randn(10**6 + 7, device="cuda", dtype=torch.float64)
+    counts, edges = tally.histogram(x, bins=1000)
+    ref_counts, ref_edges = np.histogram(x.cpu().numpy(), bins=1000)
+    assert counts.is_cuda and counts.dtype == torch.int64
+    np.testing.assert_array_equal(counts.cpu().numpy(), ref_counts)
+    np.testing.assert_array_equal(edges.cpu().numpy(), ref_edges)
+    e = torch.tensor([-2.0, -1.0, 0.0, 0.0, 0.5, 3.0])
+    np.testing.assert_array_equal(tally.histogram(x, bins=e)[0].cpu().numpy(), np.histogram(x.cpu().numpy(), bins=e.numpy())[0])
+    w = torch.randn_like(x)
+    hw = tally.histogram(x, bins=100, range=(-3, 3), weights=w, deterministic=True)[0]
+    assert bits(hw) == bits(tally.histogram(x, bins=100, range=(-3, 3), weights=w, deterministic=True)[0])
+    assert bits(hw) == bits(tally.histogram(x.cpu().numpy(), bins=100, range=(-3, 3), weights=w.cpu().numpy(),
+                                            deterministic=True)[0])
+    np.testing.assert_allclose(hw.cpu().numpy(), np.histogram(x.cpu().numpy(), 100, (-3, 3), weights=w.cpu().numpy())[0],
+                               atol=1e-9)
+
+
+@needs_torch
+@pytest.mark.parametrize("bins", [1, 10, 10**6])
+def test_torch_bincount_and_scatter_add(bins):
+    n = 10**6
+    index = torch.randint(0, bins, (n,), device="cuda")
+    w = torch.randn(n, device="cuda", dtype=torch.float64)
+    np.testing.assert_array_equal(tally.bincount(index, minlength=bins).cpu().numpy(),
+                                  torch.bincount(index, minlength=bins).cpu().numpy())
+    bw = tally.bincount(index, weights=w, minlength=bins)
+    torch.testing.assert_close(bw, torch.bincount(index, weights=w, minlength=bins), rtol=1e-9, atol=1e-9)
+    out = torch.zeros(bins, device="cuda", dtype=torch.float64)
+    ref = torch.zeros_like(out).scatter_add_(0, index, w)
+    torch.testing.assert_close(tally.scatter_add(out, index, w), ref, rtol=1e-9, atol=1e-9)
+    det = tally.scatter_add(torch.zeros_like(out), index, w, deterministic=True)
+    perm = torch.randperm(n, device="cuda")
+    assert bits(det) == bits(tally.scatter_add(torch.zeros_like(out), index[perm], w[perm], deterministic=True))
+    host = np.zeros(bins)
+    assert bits(det) == bits(tally.scatter_add(host, index.cpu().numpy(), w.cpu().numpy(), deterministic=True))
+    with pytest.raises(ValueError, match="argument 'index'"):
+        tally.scatter_add(out, torch.tensor([0, bins], device="cuda"), torch.ones(2, device="cuda", dtype=torch.float64))
+
+
+@needs_torch
+def test_torch_errors_name_the_argument():
+    x = torch.ones(10, device="cuda")
+    with pytest.raises(ValueError, match=r"argument 'y' is on cpu but 'x' is on cuda:0"):
+        tally.dot(x, torch.ones(10))
+    with pytest.raises(ValueError, match=r"argument 'x' must be contiguous"):
+        tally.sum(torch.ones(10, 10, device="cuda").t())
+    with pytest.raises(TypeError, match=r"argument 'x'.*complex"):
+        tally.sum(torch.ones(10, device="cuda", dtype=torch.complex64))
+    with pytest.raises(ValueError, match=r"argument 'src'"):
+        tally.scatter_add(torch.zeros(4, device="cuda"), torch.zeros(3, device="cuda", dtype=torch.int64),
+                          torch.ones(2, device="cuda"))
+
+
+def _busy(stream):
+    """Keeps `stream` busy for a while (so work queued on it runs late)."""
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(200_000_000)
+
+
+@needs_torch
+def test_torch_result_on_side_stream_is_ready_when_that_stream_is():
+    n = 2**22
+    side = torch.cuda.Stream()
+    x = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    _busy(side)
+    with torch.cuda.stream(side):
+        x.fill_(1.0)  # runs late on the side stream
+        s = tally.sum(x)  # must follow the fill on the same stream
+        c = tally.histogram(x, bins=4, range=(0, 2), return_edges=False)
+    side.synchronize()
+    assert float(s) == n
+    assert c.cpu().tolist() == [0, 0, n, 0]
+
+
+@needs_torch
+def test_torch_explicit_stream_orders_after_the_producer():
+    n = 2**22
+    side = torch.cuda.Stream()
+    x = torch.zeros(n, device="cuda")
+    torch.cuda.synchronize()
+    _busy(torch.cuda.current_stream())
+    x.fill_(1.0)  # pending on the current stream
+    s = tally.sum(x, stream=side)  # DLPack export with stream=side: side waits for the fill
+    side.synchronize()
+    assert float(s) == n
+    torch.cuda.synchronize()
+
+
+@needs_torch
+def test_time_sum_cpp_runs():
+    x = torch.ones(1024, device="cuda")
+    us = tally._time_sum_cpp(x, 100)
+    assert 0 < us < 1000
+
+
+# ---- CuPy ---------------------------------------------------------------------
+
+
+@needs_cupy
+def test_cupy_sum_histogram_bincount():
+    rs = cupy.random.RandomState(int(np.random.default_rng().integers(2**31)))
+    x = rs.standard_normal(10**6 + 1)
+    s = tally.sum(x)
+    assert isinstance(s, cupy.ndarray) and s.shape == ()
+    assert bits(s) == bits(tally.sum(x.get()))
+    counts, edges = tally.histogram(x, bins=500)
+    ref_counts, ref_edges = cupy.histogram(x, bins=500)
+    assert isinstance(counts, cupy.ndarray)
+    np.testing.assert_array_equal(counts.get(), np.histogram(x.get(), bins=500)[0])
+    np.testing.assert_array_equal(counts.get(), ref_counts.get())
+    index = rs.randint(0, 1000, 10**6).astype(cupy.int64)
+    np.testing.assert_array_equal(tally.bincount(index).get(), cupy.bincount(index).get())
+
+
+@needs_cupy
+def test_cupy_side_stream():
+    n = 2**22
+    x = cupy.zeros(n, dtype=cupy.float32)
+    side = cupy.cuda.Stream(non_blocking=True)
+    with side:
+        x.fill(1.0)
+        s = tally.sum(x)
+    side.synchronize()
+    assert float(s) == n

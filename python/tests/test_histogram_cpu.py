@@ -1,0 +1,165 @@
+"""tally.histogram / bincount on NumPy arrays (CPU backend) against NumPy."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tally
+
+
+@pytest.mark.parametrize("bins", [1, 2, 7, 100, 1000])
+def test_even_bins_match_numpy_float64(rng, bins):
+    x = rng.standard_normal(100003)
+    counts, edges = tally.histogram(x, bins=bins)  # range from the data: the max sample sits on hi
+    ref_counts, ref_edges = np.histogram(x, bins=bins)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(edges, ref_edges)
+    assert counts.sum() == x.size
+
+
+def test_even_bins_samples_on_every_edge(rng):
+    # Order-sensitive data: every edge value (and its neighbours) as a sample.
+    lo, hi, bins = -1.3, 2.9, 97
+    edges = np.linspace(lo, hi, bins + 1)
+    x = np.concatenate([edges, np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf),
+                        rng.uniform(lo - 1, hi + 1, 10000), [np.nan, np.inf, -np.inf]])
+    rng.shuffle(x)
+    counts, _ = tally.histogram(x, bins=bins, range=(lo, hi))
+    np.testing.assert_array_equal(counts, np.histogram(x, bins=bins, range=(lo, hi))[0])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_even_bins_integers(rng, dtype):
+    x = rng.integers(-50, 50, 20001).astype(dtype)
+    np.testing.assert_array_equal(tally.histogram(x, bins=13)[0], np.histogram(x, bins=13)[0])
+    np.testing.assert_array_equal(tally.histogram(x, bins=10, range=(0, 10))[0],
+                                  np.histogram(x, bins=10, range=(0, 10))[0])
+
+
+def test_float32_samples_compare_in_float64(rng):
+    x = rng.uniform(0, 1, 50000).astype(np.float32)
+    np.testing.assert_array_equal(tally.histogram(x, bins=64, range=(0, 1))[0],
+                                  np.histogram(x.astype(np.float64), bins=64, range=(0, 1))[0])
+
+
+def test_equal_range_widens_like_numpy():
+    x = np.full(10, 3.0)
+    counts, edges = tally.histogram(x, bins=4)
+    ref_counts, ref_edges = np.histogram(x, bins=4)
+    np.testing.assert_array_equal(counts, ref_counts)
+    np.testing.assert_array_equal(edges, ref_edges)
+
+
+def test_explicit_edges_match_numpy(rng):
+    x = rng.standard_normal(30001)
+    edges = np.array([-3.0, -1.0, -0.5, 0.0, 0.0, 0.25, 1.0, 2.5, 2.5])  # repeated edges, last one too
+    x[:5] = [2.5, -3.0, 0.0, 0.25, np.nan]
+    counts, out_edges = tally.histogram(x, bins=edges)
+    np.testing.assert_array_equal(counts, np.histogram(x, bins=edges)[0])
+    np.testing.assert_array_equal(out_edges, edges)
+    counts = tally.histogram(x, bins=list(edges[:4]), return_edges=False)
+    np.testing.assert_array_equal(counts, np.histogram(x, bins=edges[:4])[0])
+
+
+@pytest.mark.parametrize("wtype", [np.float32, np.float64])
+def test_weighted_histogram(rng, wtype):
+    x = rng.standard_normal(40000).astype(wtype)
+    w = rng.uniform(-1, 2, x.size).astype(wtype)
+    counts, _ = tally.histogram(x, bins=50, range=(-3, 3), weights=w)
+    ref = np.histogram(x, bins=50, range=(-3, 3), weights=w.astype(np.float64))[0]
+    assert counts.dtype == wtype
+    np.testing.assert_allclose(counts, ref, rtol=0, atol=np.finfo(wtype).eps * 4 * np.abs(w).sum() / 10)
+
+
+def test_weighted_deterministic_is_bitwise_stable_and_accurate(rng):
+    x = rng.standard_normal(200003)
+    w = rng.standard_normal(x.size) * 1e3
+    first = tally.histogram(x, bins=37, range=(-2, 2), weights=w, deterministic=True)[0]
+    perm = rng.permutation(x.size)  # a different order of the same updates
+    for xs, ws in [(x, w), (x[perm], w[perm])]:
+        again = tally.histogram(xs, bins=37, range=(-2, 2), weights=ws, deterministic=True)[0]
+        assert again.tobytes() == first.tobytes()
+    keys = np.histogram(x, bins=37, range=(-2, 2))[0]
+    assert keys.sum() > 0
+    bin_of = np.clip(((x + 2) / 4 * 37).astype(np.int64), 0, 36)
+    inside = (x >= -2) & (x <= 2)
+    for k in range(37):
+        exact = math.fsum(w[inside & (bin_of == k)])
+        assert abs(first[k] - exact) <= 1e-9 * np.abs(w).sum()
+
+
+def test_weighted_deterministic_rejects_nan_weight(rng):
+    x = rng.standard_normal(100)
+    w = np.ones(100)
+    w[7] = np.nan
+    with pytest.raises(ValueError, match="'value'"):
+        tally.histogram(x, bins=5, range=(-1, 1), weights=w, deterministic=True)
+
+
+def test_histogram_errors_name_the_argument():
+    x = np.ones(10)
+    with pytest.raises(ValueError, match="argument 'bins' must be positive"):
+        tally.histogram(x, bins=0)
+    with pytest.raises(ValueError, match="argument 'range'"):
+        tally.histogram(x, bins=3, range=(2, 1))
+    with pytest.raises(ValueError, match="argument 'range' is not finite"):
+        tally.histogram(x, bins=3, range=(0, np.inf))
+    with pytest.raises(ValueError, match="argument 'bins' must increase monotonically"):
+        tally.histogram(x, bins=[0.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="argument 'x' gives the non-finite range"):
+        tally.histogram(np.array([1.0, np.nan]), bins=3)
+    with pytest.raises(ValueError, match="argument 'weights' has shape"):
+        tally.histogram(x, bins=3, weights=np.ones(9))
+    with pytest.raises(TypeError, match="argument 'weights' has dtype int64"):
+        tally.histogram(x, bins=3, weights=np.ones(10, np.int64))
+    with pytest.raises(TypeError, match="argument 'weights' has dtype float32; it must match x's dtype"):
+        tally.histogram(x, bins=3, weights=np.ones(10, np.float32))
+    with pytest.raises(TypeError, match="argument 'x'.*bool"):
+        tally.histogram(np.ones(10, bool), bins=3, range=(0, 1))
+
+
+# ---- bincount -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_bincount_matches_numpy(rng, dtype):
+    x = rng.integers(0, 1000, 100001).astype(dtype)
+    counts = tally.bincount(x)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, np.bincount(x))
+    np.testing.assert_array_equal(tally.bincount(x, minlength=2000), np.bincount(x, minlength=2000))
+
+
+@pytest.mark.parametrize("wtype", [np.float32, np.float64])
+def test_bincount_weighted(rng, wtype):
+    x = rng.integers(0, 10, 50000)
+    w = rng.uniform(0, 1, x.size).astype(wtype)
+    counts = tally.bincount(x, weights=w)
+    assert counts.dtype == wtype
+    np.testing.assert_allclose(counts, np.bincount(x, weights=w.astype(np.float64)),
+                               rtol=50 * np.finfo(wtype).eps * math.log2(x.size))
+
+
+def test_bincount_deterministic_bits(rng):
+    x = rng.integers(0, 7, 100000)
+    w = rng.standard_normal(x.size)
+    first = tally.bincount(x, weights=w, deterministic=True)
+    perm = rng.permutation(x.size)
+    assert tally.bincount(x[perm], weights=w[perm], deterministic=True).tobytes() == first.tobytes()
+    np.testing.assert_allclose(first, [math.fsum(w[x == k]) for k in range(7)], rtol=0, atol=1e-9)
+
+
+def test_bincount_empty_and_errors():
+    np.testing.assert_array_equal(tally.bincount(np.zeros(0, np.int64), minlength=3), [0, 0, 0])
+    with pytest.raises(ValueError, match="argument 'x' must be non-negative"):
+        tally.bincount(np.array([1, -1, 2]))
+    with pytest.raises(TypeError, match="argument 'x' has dtype float64"):
+        tally.bincount(np.ones(3))
+    with pytest.raises(ValueError, match="argument 'x' must be one-dimensional"):
+        tally.bincount(np.ones((2, 2), np.int64))
+    with pytest.raises(ValueError, match="argument 'minlength'"):
+        tally.bincount(np.ones(3, np.int64), minlength=-1)
+    with pytest.raises(ValueError, match="argument 'weights' has 2 elements"):
+        tally.bincount(np.ones(3, np.int64), weights=np.ones(2))
