@@ -23,7 +23,14 @@ void add_bench_histogram(CLI::App& bench);
 /// 32-, 64- and 128-bit accesses, for half and float).
 void add_bench_copy(CLI::App& bench);
 
-// Issue 8 adds: void add_bench_cg(CLI::App& bench); void add_solve_cg(CLI::App& solve);
-// Issue 9 adds: void add_bench_himeno(CLI::App& bench); void add_himeno(CLI::App& app);
+/// `tally bench cg`: seed 004's CG ladder (cuSPARSE + cuBLAS, Eigen) against
+/// tally's CG on the CPU and in every GPU mode.
+void add_bench_cg(CLI::App& bench);
+/// `tally solve cg`: tally::cg on a Matrix Market file or a Poisson problem.
+void add_solve_cg(CLI::App& solve);
+/// `tally bench himeno`: seed 003's Himeno study (every gosa pattern, XS ... XL).
+void add_bench_himeno(CLI::App& bench);
+/// `tally himeno`: the Himeno benchmark (RIKEN's himenoBMTxpa) on the GPU or the CPU.
+void add_himeno(CLI::App& app);
 
 }  // namespace tally::cli

@@ -19,12 +19,13 @@ struct default_bench {
   void (*add)(CLI::App&);
 };
 
-/// What plain `tally bench` runs, in order. Issues 8 and 9 append
-/// {"cg", tally::cli::add_bench_cg} and {"himeno", tally::cli::add_bench_himeno} here.
+/// What plain `tally bench` runs, in order.
 constexpr default_bench kDefaultSet[] = {
     {"reduce", tally::cli::add_bench_reduce},
     {"histogram", tally::cli::add_bench_histogram},
     {"copy", tally::cli::add_bench_copy},
+    {"cg", tally::cli::add_bench_cg},
+    {"himeno", tally::cli::add_bench_himeno},
 };
 
 /// Runs `tally bench <name> <args...>` through its own parser, as if it had
@@ -76,8 +77,10 @@ int main(int argc, char** argv) {
     }
     if (status != 0) throw CLI::RuntimeError(status);
   });
-  // Issue 8: auto* solve = app.add_subcommand("solve", "..."); tally::cli::add_solve_cg(*solve);
-  // Issue 9: tally::cli::add_himeno(app);
+  CLI::App* solve = app.add_subcommand("solve", "sparse solvers on tally's reductions");
+  solve->require_subcommand(1);
+  tally::cli::add_solve_cg(*solve);
+  tally::cli::add_himeno(app);
 
   CLI11_PARSE(app, argc, argv);
   return 0;
