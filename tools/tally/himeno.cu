@@ -42,7 +42,7 @@ double himeno_read_probe_gbps(cudaStream_t stream, int trials, std::size_t* byte
   double gbps = 0;
   try {
     TALLY_CUDA(cudaMemsetAsync(data, 0x5A, bytes, stream));
-    gbps = bench::best_read_probe(data, bytes, sink, stream, trials, 20.0).gbps;
+    gbps = bench::measure_read_probe(data, bytes, sink, stream, trials, 20.0).gbps;
   } catch (...) {
     cudaFree(data);
     cudaFree(sink);
