@@ -155,8 +155,10 @@ class subtree_evaluator {
     if (first >= vectors_) return {Acc{}, false};
     if (first + size <= full_) return {complete(first, size), true};
     if (size == 1) return {fold_vector(src_, op_, first * Source::V, src_.n), true};  // the short last vector
+    // The left half holds vector `first`; the right one may be all padding.
     const std::int64_t half = size / 2;
-    return tree::combine(node(first, half), node(first + half, half), op_);
+    const tree::maybe<Acc> left = node(first, half), right = node(first + half, half);
+    return right.has ? tree::maybe<Acc>{op_(left.value, right.value), true} : left;
   }
 
  private:
