@@ -155,8 +155,10 @@ class subtree_evaluator {
     if (first >= vectors_) return {Acc{}, false};
     if (first + size <= full_) return {complete(first, size), true};
     if (size == 1) return {fold_vector(src_, op_, first * Source::V, src_.n), true};  // the short last vector
+    // The left half holds vector `first`; the right one may be all padding.
     const std::int64_t half = size / 2;
-    return tree::combine(node(first, half), node(first + half, half), op_);
+    const tree::maybe<Acc> left = node(first, half), right = node(first + half, half);
+    return right.has ? tree::maybe<Acc>{op_(left.value, right.value), true} : left;
   }
 
  private:
@@ -226,6 +228,46 @@ Acc merge_subtrees(subtree_value<Acc>* parts, std::int64_t count, const Op& op) 
   return root;
 }
 
+/// An array of at least n T's for one call, kept per calling thread and
+/// reused by its later calls so that repeated calls do not allocate (elements
+/// keep whatever was left in them). A call made while the thread's array is in
+/// use (an operator that itself reduces) gets an array of its own.
+template <class T>
+class call_scratch {
+ public:
+  explicit call_scratch(std::size_t n) {
+    kept& k = thread_kept();
+    if (k.in_use) {
+      own_.resize(n);
+      data_ = own_.data();
+      return;
+    }
+    k.in_use = true;
+    held_ = &k;
+    if (k.values.size() < n) k.values.resize(n);
+    data_ = k.values.data();
+  }
+  ~call_scratch() {
+    if (held_ != nullptr) held_->in_use = false;
+  }
+  call_scratch(const call_scratch&) = delete;
+  call_scratch& operator=(const call_scratch&) = delete;
+  T* data() const { return data_; }
+
+ private:
+  struct kept {
+    std::vector<T> values;
+    bool in_use = false;
+  };
+  static kept& thread_kept() {
+    static thread_local kept k;
+    return k;
+  }
+  std::vector<T> own_;
+  kept* held_ = nullptr;
+  T* data_ = nullptr;
+};
+
 /// Inputs of at least this many bytes (16-byte vectors) are shared among
 /// threads: below, waking the team costs more than it saves.
 inline constexpr std::int64_t kParallelBytes = std::int64_t{1} << 17;
@@ -246,10 +288,14 @@ tree::maybe<typename Source::acc_type> reduce_root(const cpu_backend& backend, c
   }
   // Thread t takes tiles [tiles·t/T, tiles·(t+1)/T) and cuts them into the
   // largest aligned subtrees that fit, left to right: fewer than two per bit
-  // of the vector count.
+  // of the vector count. Their values go to scratch kept by the calling
+  // thread, so that repeated calls do not allocate.
   const std::int64_t slots = 2 * tree::bit_width(static_cast<std::uint64_t>(vectors)) + 2;
-  std::unique_ptr<subtree_value<Acc>[]> parts(new subtree_value<Acc>[threads * slots]);
-  std::unique_ptr<std::int64_t[]> counts(new std::int64_t[threads]());
+  call_scratch<subtree_value<Acc>> part_scratch(static_cast<std::size_t>(threads * slots));
+  call_scratch<std::int64_t> count_scratch(static_cast<std::size_t>(threads));
+  subtree_value<Acc>* parts = part_scratch.data();
+  std::int64_t* counts = count_scratch.data();
+  std::fill(counts, counts + threads, 0);
 #pragma omp parallel num_threads(threads)
   {
 #if defined(_OPENMP)
@@ -260,7 +306,7 @@ tree::maybe<typename Source::acc_type> reduce_root(const cpu_backend& backend, c
     subtree_evaluator<Source, Op> eval(src, op);
     std::int64_t first = tiles * t / team * tree::kTileVectors;
     const std::int64_t end = std::min(vectors, tiles * (t + 1) / team * tree::kTileVectors);
-    subtree_value<Acc>* mine = parts.get() + t * slots;
+    subtree_value<Acc>* mine = parts + t * slots;
     std::int64_t count = 0;
     while (first < end) {
       // The largest power of two that divides `first` (any, for 0) and fits.
@@ -274,7 +320,7 @@ tree::maybe<typename Source::acc_type> reduce_root(const cpu_backend& backend, c
   std::int64_t total = 0;  // gather the threads' parts in order
   for (int t = 0; t < threads; ++t)
     for (std::int64_t i = 0; i < counts[t]; ++i) parts[total++] = parts[t * slots + i];
-  return {merge_subtrees(parts.get(), total, op), true};
+  return {merge_subtrees(parts, total, op), true};
 }
 
 }  // namespace tally::detail::cpu_reduce
