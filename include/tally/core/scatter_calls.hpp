@@ -58,12 +58,12 @@ void run_histogram(const Backend& backend, const A* samples, const B* weights, s
   static_assert(is_count_type_v<Count>, "tally histograms count in int32, int64, float or double");
   constexpr bool weighted = !std::is_same_v<B, unit_weight>;
   if constexpr (weighted) static_assert(std::is_floating_point_v<Count>, "weighted histograms accumulate in float or double");
+  check_errors_option(function, opts);
   if (opts.checks == check_mode::checked) {
     check_array(function, "samples", samples, n);
     if constexpr (weighted) check_array(function, "weights", weights, n);
     check_output(function, counts, bins, samples, n, "counts");
     if constexpr (weighted) check_output(function, counts, bins, weights, n, "counts");
-    check_errors_option(function, opts);
     check_backend_memory(backend, function, "samples", samples, n);
     if constexpr (weighted) check_backend_memory(backend, function, "weights", weights, n);
     check_backend_memory(backend, function, "counts", counts, bins);
@@ -85,6 +85,7 @@ void run_scatter_reduce(const Backend& backend, const I* index, const V* value, 
                         std::int64_t out_size, const Op& op, const histogram_options& opts) {
   constexpr const char* function = "scatter_reduce";
   const bool checked = opts.checks == check_mode::checked;
+  check_errors_option(function, opts);
   if (checked) {
     check_array(function, "index", index, n);
     check_array(function, "value", value, n);
@@ -93,7 +94,6 @@ void run_scatter_reduce(const Backend& backend, const I* index, const V* value, 
       check_output(function, out, out_size, index, n);
       check_output(function, out, out_size, value, n);
     }
-    check_errors_option(function, opts);
     check_backend_memory(backend, function, "index", index, n);
     check_backend_memory(backend, function, "value", value, n);
     check_backend_memory(backend, function, "out", out, n > 0 ? out_size : 0);

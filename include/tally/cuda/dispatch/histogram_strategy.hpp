@@ -213,6 +213,9 @@ inline histogram_plan plan_global(bool aggregate, bool sampled) {
 /// cannot run this problem (bins too large for shared or cluster memory).
 inline histogram_plan choose_histogram_plan(const histogram_problem& p, histogram_strategy forced,
                                             const char* function) {
+  // No bins (scatter_reduce with out_size 0): every element is out of range;
+  // the global kernel records them without touching memory.
+  if (p.bins <= 0) return plan_global(false, false);
   switch (forced) {
     case histogram_strategy::shared_memory:
       if (!fits_block(p))
