@@ -272,7 +272,11 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
 /// Enqueues the whole solve of A·x = b on gpu.stream and writes its outcome to
 /// *result (device memory); never waits for the device, never allocates
 /// outside the backend's workspace, so it can be captured into a CUDA graph
-/// (warm the workspace with one solve of the same size first). A is a
+/// (warm the workspace with one solve of the same size first): the persistent
+/// mode becomes a cooperative kernel node, the graph mode adds its nodes and
+/// its conditional loop to the caller's graph, and each replay solves afresh.
+/// Any stream works, the legacy default stream included (which cannot be
+/// captured, but can run the graph mode's own graph). A is a
 /// csr_view of device memory or a stencil_operator; b, x (the initial guess)
 /// and options.history are device memory. Returns the mode it enqueued;
 /// `note` (if given) says why the persistent mode fell back, if it did.
