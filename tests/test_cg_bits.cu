@@ -66,12 +66,14 @@ TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
   EXPECT_TRUE(same_bits(p1.history, p3.history));
 }
 
-class CgBitsGpu : public CgBits {
+// GPU-only behaviours: typed over gpu_only, so the names are "CgBitsGpu/gpu.*"
+// and a missing GPU fails them under TALLY_REQUIRE_GPU=1 (backends.hpp).
+template <class Side>
+class CgBitsGpu : public on_backend<Side> {
  protected:
-  void SetUp() override {
-    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
-  }
+  random_source rng;
 };
+TYPED_TEST_SUITE(CgBitsGpu, gpu_only, backend_names);
 
 template <class T>
 void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, const std::string& what) {
@@ -85,12 +87,12 @@ void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, 
 // CPU and GPU: the same iterates, counts and histories, in each GPU mode and
 // grid, f32 and f64, CSR and matrix-free, Jacobi and none, with periodic
 // true residuals (sizes that are not multiples of a block or a chunk).
-TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
-  SCOPED_TRACE(rng.trace());
+TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
+  SCOPED_TRACE(this->rng.trace());
   auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false) {
     using T = decltype(zero);
     const auto a = matrix_free == 7 ? sv::poisson3d_7pt<T, std::int32_t>(g) : sv::poisson3d_27pt<T, std::int32_t>(g);
-    const auto b = random_rhs(a, rng);
+    const auto b = random_rhs(a, this->rng);
     const std::vector<T> x0(b.size(), T(0.25));
     sv::cg_options o;
     o.preconditioner = pre;
@@ -127,10 +129,10 @@ TEST_F(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
 
 // A persistent grid that cannot be co-resident falls back to the graph mode,
 // says so, and still gives the CPU's bits.
-TEST_F(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
-  SCOPED_TRACE(rng.trace());
+TYPED_TEST(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
+  SCOPED_TRACE(this->rng.trace());
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(9);
-  const auto b = random_rhs(a, rng);
+  const auto b = random_rhs(a, this->rng);
   const std::vector<float> x0(b.size(), 0.0f);
   sv::cg_options o;
   o.mode = sv::cg_mode::persistent;
@@ -143,10 +145,10 @@ TEST_F(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
 
 // The whole solve captured into the caller's graph and replayed: each replay
 // gives the direct solve's bits (x reset before each).
-TEST_F(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
-  SCOPED_TRACE(rng.trace());
+TYPED_TEST(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
+  SCOPED_TRACE(this->rng.trace());
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(10);
-  const auto b = random_rhs(a, rng);
+  const auto b = random_rhs(a, this->rng);
   const std::int64_t n = a.rows;
   const sv::device_csr<float, std::int32_t> A(a);
   buffer<float> db(true, n), dx(true, n), dx0(true, n);

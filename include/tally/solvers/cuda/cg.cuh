@@ -1,5 +1,7 @@
 // The GPU backend of cg(): scratch, the choice between the persistent and the
-// graph mode, and the device-side loop (a conditional while node, CUDA 12.4+).
+// graph mode, and the device-side loop (a conditional while node, CUDA 12.4+,
+// built with the graph API rather than by stream capture, so that it runs on
+// any stream, the legacy default stream included).
 // No host synchronisation inside the solve: cg_async() only enqueues (it can
 // be captured into the caller's graph); cg() waits once, for the result.
 #pragma once
@@ -7,6 +9,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -14,6 +19,7 @@
 #include "tally/core/error.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
+#include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
 #include "tally/solvers/cg.hpp"
 #include "tally/solvers/cuda/cg_kernels.cuh"
@@ -100,47 +106,91 @@ __global__ void cg_empty_result_kernel(cg_device_result* result) {
   *result = {0, static_cast<int>(cg_status::converged), 0.0, 0.0};
 }
 
+/// Runs call() (a CUDA call returning cudaError_t) with this thread's capture
+/// mode relaxed, then checks it: loading a kernel's module (lazy loading makes
+/// the first use of a kernel do that) is not allowed while a stream of the
+/// caller is being captured in the global or thread-local mode.
+template <class Call>
+void relaxed(const char* what, Call&& call) {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  const cudaError_t status = call();
+  TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
+  tally::detail::check_cuda(status, what);
+}
+
 /// Blocks of the persistent kernel that fit on the device at once.
 template <class T, class Op>
 int persistent_capacity() {
   int per_sm = 0;
-  TALLY_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::cg_persistent_kernel<T, Op>,
-                                                           kernels::kThreads, 0));
+  relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor(cg_persistent_kernel)", [&] {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::cg_persistent_kernel<T, Op>, kernels::kThreads,
+                                                         0);
+  });
   return per_sm * current_device_info().sm_count;
 }
 
 template <class T, class Op>
 void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o, int grid,
                        const gpu_cg_layout<T>& l, cg_device_result* result) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(grid);
-  config.blockDim = dim3(kernels::kThreads);
-  config.stream = gpu.stream;
+  cudaLaunchConfig_t config = tally::detail::launch_config(dim3(grid), dim3(kernels::kThreads), 0, gpu.stream);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeCooperative;
   attribute.val.cooperative = 1;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  TALLY_CUDA(cudaLaunchKernelEx(&config, kernels::cg_persistent_kernel<T, Op>, A, l.vectors,
-                                cg_control<T>::make(o), l.scratch, result));
+  tally::detail::launch("launch of tally::solvers::kernels::cg_persistent_kernel", config,
+                        kernels::cg_persistent_kernel<T, Op>, A, l.vectors, cg_control<T>::make(o), l.scratch, result);
 }
 
-/// Enqueues the graph mode on `stream`, which must be capturing: the set-up
-/// kernel, a conditional while node whose body runs `unroll` iterations'
-/// kernels, the final residual and the result.
+/// Adds kernel(args...) on `grid` blocks of kThreads to `graph`, after the
+/// `count` nodes at `dependencies`; returns the node. The arguments are copied
+/// into the node.
+template <class... Params, class... Args>
+cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* dependencies, std::size_t count,
+                                void (*kernel)(Params...), unsigned grid, const Args&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "one argument per kernel parameter");
+  // Loaded now, outside any capture rule (see relaxed()).
+  cudaFuncAttributes attributes{};
+  relaxed("cudaFuncGetAttributes (loading a CG kernel)",
+          [&] { return cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)); });
+  std::tuple<std::decay_t<Params>...> values(args...);
+  void* pointers[sizeof...(Params)];
+  std::apply(
+      [&](auto&... value) {
+        int k = 0;
+        ((pointers[k++] = static_cast<void*>(&value)), ...);
+      },
+      values);
+  cudaKernelNodeParams params{};
+  params.func = reinterpret_cast<void*>(kernel);
+  params.gridDim = dim3(grid);
+  params.blockDim = dim3(kernels::kThreads);
+  params.sharedMemBytes = 0;
+  params.kernelParams = pointers;
+  params.extra = nullptr;
+  cudaGraphNode_t node;
+  TALLY_CUDA(cudaGraphAddKernelNode(&node, graph, dependencies, count, &params));
+  return node;
+}
+
+/// Adds the graph mode to `graph` after the `count` nodes at `dependencies`,
+/// with the graph API (no stream capture, so it works for any stream of the
+/// caller, the legacy default stream included): the set-up kernel, a
+/// conditional while node whose body runs `graph_unroll` iterations' kernels
+/// (the last one sets the loop's condition), the final true residual and the
+/// result. Returns the last node.
 template <class T, class Op>
-void capture_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
-                        cg_device_result* result) {
+cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* dependencies, std::size_t count, const Op& A,
+                               const cg_options& o, const gpu_cg_layout<T>& l, cg_device_result* result) {
   const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
   const cudaGraphConditionalHandle none{};
-  kernels::cg_setup_kernel<T, Op><<<grid, kernels::kThreads, 0, stream>>>(A, l.vectors, cg_control<T>::make(o), l.scratch);
-  TALLY_CUDA_LAUNCHED("tally::solvers::kernels::cg_setup_kernel");
+  const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid, A,
+                                                l.vectors, cg_control<T>::make(o), l.scratch);
 
-  cudaStreamCaptureStatus status;
-  cudaGraph_t graph;
-  const cudaGraphNode_t* dependencies = nullptr;
-  std::size_t dependency_count = 0;
-  TALLY_CUDA(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &dependencies, nullptr, &dependency_count));
+  // Default 1, assigned at every launch of the graph: the loop is entered
+  // (the body's kernels do nothing when the set-up already ended the solve)
+  // and every replay of a caller's graph starts it afresh.
   cudaGraphConditionalHandle handle;
   TALLY_CUDA(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
   cudaGraphNodeParams params{};
@@ -149,81 +199,69 @@ void capture_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, c
   params.conditional.type = cudaGraphCondTypeWhile;
   params.conditional.size = 1;
   cudaGraphNode_t loop;
-  TALLY_CUDA(cudaGraphAddNode(&loop, graph, dependencies, nullptr, dependency_count, &params));
-  cudaGraph_t body = params.conditional.phGraph_out[0];
+  TALLY_CUDA(cudaGraphAddNode(&loop, graph, &setup, nullptr, 1, &params));
+  const cudaGraph_t body = params.conditional.phGraph_out[0];
 
-  // The body, captured from a stream of our own into the node's graph.
-  // Creating and destroying a stream is not allowed under a caller's global
-  // capture mode unless this thread relaxes it for the call.
-  auto relaxed = [](auto&& call) {
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
-    const cudaError_t status = call();
-    TALLY_CUDA(cudaThreadExchangeStreamCaptureMode(&mode));
-    TALLY_CUDA(status);
+  // The body: one iteration's kernels, `graph_unroll` times, in a chain.
+  cudaGraphNode_t previous{};
+  std::size_t previous_count = 0;
+  auto phase = [&](auto kernel, bool sets_handle) {
+    previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid, A, l.vectors,
+                               l.scratch, sets_handle ? handle : none, sets_handle);
+    previous_count = 1;
   };
-  cudaStream_t side;
-  relaxed([&] { return cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking); });
-  try {
-    TALLY_CUDA(cudaStreamBeginCaptureToGraph(side, body, nullptr, nullptr, 0, cudaStreamCaptureModeThreadLocal));
-    // One iteration's kernels, unrolled; the true-residual kernel ends each
-    // group and the last one sets the loop's condition.
-    for (int u = 0; u < o.graph_unroll; ++u) {
-      const bool last = u + 1 == o.graph_unroll;
-      if (o.pipelined) {
-        kernels::cg_phase_kernel<cg_phase::restart, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-        kernels::cg_phase_kernel<cg_phase::gather, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-        kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-      } else {
-        kernels::cg_phase_kernel<cg_phase::search, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-        kernels::cg_phase_kernel<cg_phase::update, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, none, false);
-      }
-      kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op><<<grid, kernels::kThreads, 0, side>>>(A, l.vectors, l.scratch, handle, last);
+  for (int u = 0; u < o.graph_unroll; ++u) {
+    if (o.pipelined) {
+      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, false);
+      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, false);
+      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, false);
+    } else {
+      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, false);
+      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, false);
     }
-    TALLY_CUDA_LAUNCHED("tally::solvers::kernels::cg_phase_kernel");
-    cudaGraph_t captured;
-    TALLY_CUDA(cudaStreamEndCapture(side, &captured));
-  } catch (...) {
-    cudaGraph_t ignored;
-    cudaStreamEndCapture(side, &ignored);
-    relaxed([&] { return cudaStreamDestroy(side); });
-    throw;
+    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, u + 1 == o.graph_unroll);
   }
-  relaxed([&] { return cudaStreamDestroy(side); });
-  TALLY_CUDA(cudaStreamUpdateCaptureDependencies(stream, &loop, nullptr, 1, cudaStreamSetCaptureDependencies));
 
-  kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op><<<grid, kernels::kThreads, 0, stream>>>(A, l.vectors, l.scratch, none, false);
-  TALLY_CUDA_LAUNCHED("tally::solvers::kernels::cg_phase_kernel (final residual)");
-  kernels::cg_result_kernel<T><<<grid, kernels::kThreads, 0, stream>>>(l.vectors, l.scratch, result);
-  TALLY_CUDA_LAUNCHED("tally::solvers::kernels::cg_result_kernel");
+  const cudaGraphNode_t final_residual =
+      add_kernel_node(graph, &loop, 1, kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op>, grid, A,
+                      l.vectors, l.scratch, none, false);
+  return add_kernel_node(graph, &final_residual, 1, kernels::cg_result_kernel<T>, grid, l.vectors, l.scratch, result);
 }
 
-/// The graph mode on any stream: into the caller's capture when there is one,
-/// else captured, instantiated and launched here (the executable graph is
-/// released once it has run).
+/// The graph mode on any stream. When `stream` is being captured, its nodes
+/// join the caller's graph (after the capture's current dependencies, which
+/// then become the last node); else a graph is built, instantiated and
+/// launched on `stream` (legal on the legacy default stream too), and the
+/// executable graph is released once it has run.
 template <class T, class Op>
 void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
                     cg_device_result* result) {
-  cudaStreamCaptureStatus status;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   TALLY_CUDA(cudaStreamIsCapturing(stream, &status));
   if (status == cudaStreamCaptureStatusActive) {
-    capture_graph_mode(stream, A, o, l, result);
+    cudaGraph_t graph = nullptr;
+    const cudaGraphNode_t* dependencies = nullptr;
+    std::size_t count = 0;
+    TALLY_CUDA(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &dependencies, nullptr, &count));
+    const std::vector<cudaGraphNode_t> after(dependencies, dependencies + count);  // valid until the next stream call
+    cudaGraphNode_t last = add_graph_mode(graph, after.data(), after.size(), A, o, l, result);
+    TALLY_CUDA(cudaStreamUpdateCaptureDependencies(stream, &last, nullptr, 1, cudaStreamSetCaptureDependencies));
     return;
   }
-  TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  if (status != cudaStreamCaptureStatusNone)
+    throw cuda_error(static_cast<int>(cudaErrorStreamCaptureInvalidated),
+                     "tally: cg: the stream's capture has been invalidated");
   cudaGraph_t graph = nullptr;
+  TALLY_CUDA(cudaGraphCreate(&graph, 0));
+  cudaGraphExec_t exec = nullptr;
   try {
-    capture_graph_mode(stream, A, o, l, result);
+    add_graph_mode(graph, nullptr, 0, A, o, l, result);
+    TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   } catch (...) {
-    cudaStreamEndCapture(stream, &graph);
-    if (graph) cudaGraphDestroy(graph);
+    cudaGraphDestroy(graph);
     throw;
   }
-  TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
-  TALLY_CUDA(instantiated);
   const cudaError_t launched = cudaGraphLaunch(exec, stream);
   cudaGraphExecDestroy(exec);  // freed once the launched work is done
   TALLY_CUDA(launched);
@@ -234,7 +272,11 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
 /// Enqueues the whole solve of A·x = b on gpu.stream and writes its outcome to
 /// *result (device memory); never waits for the device, never allocates
 /// outside the backend's workspace, so it can be captured into a CUDA graph
-/// (warm the workspace with one solve of the same size first). A is a
+/// (warm the workspace with one solve of the same size first): the persistent
+/// mode becomes a cooperative kernel node, the graph mode adds its nodes and
+/// its conditional loop to the caller's graph, and each replay solves afresh.
+/// Any stream works, the legacy default stream included (which cannot be
+/// captured, but can run the graph mode's own graph). A is a
 /// csr_view of device memory or a stencil_operator; b, x (the initial guess)
 /// and options.history are device memory. Returns the mode it enqueued;
 /// `note` (if given) says why the persistent mode fell back, if it did.
@@ -246,8 +288,9 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   if (result == nullptr) tally::detail::throw_invalid_argument("cg_async", "result", "is null");
   const std::int64_t n = A.rows;
   if (n == 0) {
-    detail::cg_empty_result_kernel<T><<<1, 1, 0, gpu.stream>>>(result);
-    TALLY_CUDA_LAUNCHED("tally::solvers::detail::cg_empty_result_kernel");
+    tally::detail::launch("launch of tally::solvers::detail::cg_empty_result_kernel",
+                          tally::detail::launch_config(dim3(1), dim3(1), 0, gpu.stream), detail::cg_empty_result_kernel<T>,
+                          result);
     return options.mode;
   }
   const std::int64_t blocks_of_rows = (n + kernels::kThreads - 1) / kernels::kThreads;
