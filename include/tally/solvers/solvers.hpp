@@ -19,3 +19,8 @@
 #if defined(__CUDACC__)
 #include "tally/solvers/cuda/cg.cuh"
 #endif
+
+namespace tally {
+/// tally::cg(backend, A, b, x, options): the solvers' CG, beside the reductions.
+using solvers::cg;
+}  // namespace tally
