@@ -180,7 +180,14 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (prm.converge) {
-    if (*reinterpret_cast<volatile unsigned*>(&prm.state->stop) != 0) {
+    // The flag is read once per block and shared, so every thread of the
+    // block takes the same branch (threads that read it apart could leave
+    // the block's barriers divergent: compute-sanitizer synccheck flagged
+    // this path when each thread read it).
+    __shared__ unsigned stopped;
+    if (tid == 0) stopped = *reinterpret_cast<volatile unsigned*>(&prm.state->stop);
+    __syncthreads();
+    if (stopped != 0) {
       if (blockIdx.x == 0 && tid == 0 && prm.loop != 0) cudaGraphSetConditional(prm.loop, 0);
       return;
     }

@@ -21,6 +21,7 @@
 #include <omp.h>
 #endif
 
+#include "bench_cli.hpp"
 #include "peers/cg_peers.hpp"
 #include "solve_cg_problem.hpp"
 #include "tally/cuda/check.cuh"
@@ -39,6 +40,8 @@ struct bench_cg_settings {
   int trials = 5;
   int cpu_max_grid = 128;  ///< Eigen and tally's CPU rows only up to this grid (g = 200 takes minutes)
   int max_iters = 5000;
+  bool require_gpu = false;  ///< --gpu: no usable GPU is an error (exit kNoGpuExit), not a skip
+  bool cpu = false;          ///< --cpu (the default set's CPU run): nothing to run, said so
 };
 
 struct cg_row {
@@ -261,10 +264,15 @@ nlohmann::json to_json(const std::vector<cg_row>& rows, const bench_cg_settings&
 }
 
 int run_bench_cg(const bench_cg_settings& s) {
+  // Every row of this benchmark is a GPU row or compared with one: without a
+  // GPU it runs nothing and says so (exit 0, so the default `tally bench` on a
+  // CPU-only machine goes on), unless --gpu asked for one.
   int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus == 0) {
-    std::cerr << "tally bench cg: needs a CUDA GPU (the ladder and tally's GPU rows); none here\n";
-    return 1;
+  const bool have_gpu = cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0;
+  if (s.cpu || !have_gpu) {
+    std::cerr << "tally bench cg: not run: the ladder and tally's GPU rows need a CUDA GPU"
+              << (have_gpu ? " (--cpu given)" : " (none here)") << "; the CPU CG alone is `tally solve cg --cpu`\n";
+    return s.require_gpu && !have_gpu ? kNoGpuExit : 0;
   }
   std::vector<cg_row> rows;
   int failures = 0;
@@ -309,6 +317,9 @@ void add_bench_cg(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--max-iters", s->max_iters, "iteration limit of every implementation")->capture_default_str();
   cmd->add_option("--json", s->json, "write the rows as JSON to FILE (bench/results/...)");
+  auto* gpu_flag = cmd->add_flag("--gpu", s->require_gpu, "fail (exit 3) instead of skipping when no GPU is usable");
+  cmd->add_flag("--cpu", s->cpu, "the CPU backend: this benchmark has no CPU-only rows, so it runs nothing")
+      ->excludes(gpu_flag);
   cmd->callback([s] {
     int code = 1;
     try {
