@@ -20,7 +20,7 @@ namespace {
 class GraphGpu : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!gpu_present()) GTEST_SKIP() << "no CUDA GPU on this machine: GPU test skipped";
+    TALLY_REQUIRE_GPU_OR_SKIP();  // fails instead under TALLY_REQUIRE_GPU=1
     TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   }
   void TearDown() override {
