@@ -21,23 +21,6 @@ template <class Side>
 class HistogramErrors : public on_backend<Side> {};
 TYPED_TEST_SUITE(HistogramErrors, backends, backend_names);
 
-/// Every option set a rejection must hold for: each strategy, plain and deterministic.
-std::vector<tally::histogram_options> every_mode() {
-  std::vector<tally::histogram_options> modes;
-  for (auto s : kAllStrategies)
-    for (bool deterministic : {false, true}) {
-      tally::histogram_options opts;
-      opts.strategy = s;
-      opts.deterministic = deterministic;
-      modes.push_back(opts);
-    }
-  return modes;
-}
-
-std::string describe(const tally::histogram_options& opts) {
-  return std::string(tally::to_string(opts.strategy)) + (opts.deterministic ? " deterministic" : "");
-}
-
 /// call() is rejected naming `function` and `argument`, and counts is untouched.
 template <class Count, class Call>
 void expect_rejected(const Call& call, guarded<Count>& counts, const char* function, const char* argument,

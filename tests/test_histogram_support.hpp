@@ -86,6 +86,24 @@ inline constexpr tally::histogram_strategy kAllStrategies[] = {
     tally::histogram_strategy::cluster_memory, tally::histogram_strategy::aggregated_atomics,
     tally::histogram_strategy::plain_atomics};
 
+/// Every option set a rejection must hold for: each strategy, plain and deterministic.
+inline std::vector<tally::histogram_options> every_mode() {
+  std::vector<tally::histogram_options> modes;
+  for (auto s : kAllStrategies)
+    for (bool deterministic : {false, true}) {
+      tally::histogram_options opts;
+      opts.strategy = s;
+      opts.deterministic = deterministic;
+      modes.push_back(opts);
+    }
+  return modes;
+}
+
+/// "shared_memory deterministic" etc., for failure messages.
+inline std::string describe(const tally::histogram_options& opts) {
+  return std::string(tally::to_string(opts.strategy)) + (opts.deterministic ? " deterministic" : "");
+}
+
 /// Whether `s` can run `bins` bins of `slot` bytes here (GPU): shared needs
 /// the bins in one block, cluster needs Hopper.
 inline bool strategy_fits(tally::histogram_strategy s, std::int64_t bins, std::size_t slot) {

@@ -40,22 +40,6 @@ struct scatter_case {
   }
 };
 
-std::vector<tally::histogram_options> every_mode() {
-  std::vector<tally::histogram_options> modes;
-  for (auto s : kAllStrategies)
-    for (bool deterministic : {false, true}) {
-      tally::histogram_options opts;
-      opts.strategy = s;
-      opts.deterministic = deterministic;
-      modes.push_back(opts);
-    }
-  return modes;
-}
-
-std::string describe(const tally::histogram_options& opts) {
-  return std::string(tally::to_string(opts.strategy)) + (opts.deterministic ? " deterministic" : "");
-}
-
 template <class Side, class I>
 void check_bad_indices_apply_the_rest() {
   random_source rng;
