@@ -15,6 +15,7 @@
 #include "tally/core/backend.hpp"
 #include "tally/core/config.hpp"
 #include "tally/core/tree.hpp"
+#include "tally/cpu/reduce.hpp"
 #include "tally/solvers/cg.hpp"
 #include "tally/solvers/detail/cg_checks.hpp"
 #include "tally/solvers/detail/cg_control.hpp"
@@ -55,15 +56,6 @@ S reduce_rows(std::int64_t n, int threads, const Leaf& leaf) {
   return root_value(values, add_sums{});
 }
 
-inline int host_threads(const cpu_backend& backend) {
-#if defined(_OPENMP)
-  return backend.threads > 0 ? backend.threads : omp_get_max_threads();
-#else
-  (void)backend;
-  return 1;
-#endif
-}
-
 }  // namespace detail
 
 /// Solves A·x = b by (Jacobi-preconditioned) conjugate gradient on the CPU.
@@ -78,7 +70,7 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   detail::check_cg_arguments(A, b, x, options);
   constexpr int V = tree::vector_width<T>;
   const std::int64_t n = A.rows;
-  const int threads = detail::host_threads(backend);
+  const int threads = tally::detail::cpu_reduce::thread_count(backend);
   std::vector<T> r(n), z(n), p0(n), p1(n), ap(n), dinv(n);
   const std::int64_t extra = options.pipelined ? n : 0;
   std::vector<T> w(extra), an(extra), s(extra), q(extra), t(extra);
