@@ -146,7 +146,9 @@ TYPED_TEST(HistogramErrors, EvenBinsFollowNumPysEdgesExactly) {
     std::int64_t bins;
   };
   for (const range r : {range{0.0, 1.0, 1000}, range{-3.7, 11.3, 977}, range{1e-3, 1e3, 12345}, range{-1.0, 1.0, 3},
-                        range{100.0, 100.5, 64}}) {
+                        range{100.0, 100.5, 64}, range{1e6, 1e6 + 1.0, 1000}, range{-1e12, 3e12, 999},
+                        // bins two ulps wide: every sample takes the edge correction
+                        range{1.0, 1.0 + 0x1p-46, 32}}) {
     char trace[96];
     std::snprintf(trace, sizeof(trace), "[%.17g, %.17g) in %lld bins", r.lo, r.hi, static_cast<long long>(r.bins));
     SCOPED_TRACE(trace);
@@ -160,6 +162,13 @@ TYPED_TEST(HistogramErrors, EvenBinsFollowNumPysEdgesExactly) {
       x.push_back(std::nextafter(e, -INFINITY));
       x.push_back(std::nextafter(e, INFINITY));
       x.push_back(r.lo + (static_cast<double>(k) + 0.5) * step);
+      // Further out, around the distance below which the bin is corrected
+      // against the edges (even_bins::margin) and beyond it.
+      const double ulp = std::nextafter(std::fabs(e), INFINITY) - std::fabs(e);
+      for (const double ulps : {2.0, 16.0, 256.0, 4096.0, 65536.0}) {
+        x.push_back(e - ulps * ulp);
+        x.push_back(e + ulps * ulp);
+      }
     }
     x.push_back(std::nan(""));
     x.push_back(INFINITY);

@@ -25,14 +25,25 @@ TALLY_HD_INLINE double add_rounded(double a, double b) {
 /// Equal-width bins over [lo, hi), with the edges NumPy uses: w = (hi - lo) /
 /// bins, edge k = lo + k·w evaluated as np.linspace does (k·w rounded, then
 /// lo added and rounded; edge `bins` is hi itself), and x in bin k iff
-/// edge k <= x < edge k+1. The bin is first estimated as (x - lo)·bins/(hi -
-/// lo), which can be one off within an ulp or so of an edge, and then
-/// corrected against the edges, as numpy.histogram does. NaN and samples
-/// outside [lo, hi) give -1 (unlike NumPy, whose last bin also holds x == hi).
+/// edge k <= x < edge k+1. NaN and samples outside [lo, hi) give -1 (unlike
+/// NumPy, whose last bin also holds x == hi).
+///
+/// The bin is estimated as t = (x - lo)·bins/(hi - lo). Where t lies more
+/// than `margin` from an integer, floor(t) is the bin; only the rare sample
+/// nearer an edge than that is corrected against the edges themselves, as
+/// numpy.histogram does (evaluating two edges for every sample cost 13 % of
+/// the histogram's time on the H100). The margin bounds, in units of bins,
+/// how far t and the rounded edges can sit from their exact values: t carries
+/// three roundings (x - lo, the scale, the product), at most 3u·bins; edge k
+/// carries the rounding of w, of k·w and of the add, at most 2u·k + u·|edge|·
+/// scale (u = 2^-53). margin = 16u·(bins + max(|lo|, |hi|)·scale) covers both
+/// with room to spare; a range for which it reaches 1/2 (bins of a few ulps)
+/// takes the edge correction for every sample, and is still exact.
 struct even_bins {
   double lo, hi;
-  double width;  ///< (hi - lo) / bins: NumPy's linspace step
-  double scale;  ///< bins / (hi - lo): the estimate's factor
+  double width;   ///< (hi - lo) / bins: NumPy's linspace step
+  double scale;   ///< bins / (hi - lo): the estimate's factor
+  double margin;  ///< distance from an integer beyond which floor(t) is exact
   std::int64_t bins;
 
   /// Edge k (0 <= k < bins), rounded as NumPy rounds it.
@@ -44,7 +55,10 @@ struct even_bins {
   TALLY_HD_INLINE std::int64_t operator()(const T& x) const {
     const double v = convert<double>(x);
     if (!(v >= lo && v < hi)) return -1;
-    auto b = static_cast<std::int64_t>(multiply_rounded(v - lo, scale));
+    const double t = multiply_rounded(v - lo, scale);  // >= 0: v >= lo
+    auto b = static_cast<std::int64_t>(t);              // floor(t)
+    const double above = t - static_cast<double>(b);    // exact: t < 2^53 once b < bins
+    if (b < bins && above > margin && 1.0 - above > margin) return b;
     if (b > bins - 1) b = bins - 1;  // (v - lo)·scale may round up to bins
     if (v < edge(b)) --b;            // b >= 1 here: edge 0 is lo <= v
     else if (b + 1 < bins && v >= edge(b + 1)) ++b;

@@ -42,7 +42,10 @@ inline even_bins make_even_bins(const char* function, std::int64_t bins, double 
     throw_invalid_argument(function, "hi",
                            std::string("is too close to lo: bins / (hi - lo) overflows a double ") + range +
                                ", bins = " + std::to_string(bins));
-  return {lo, hi, width / static_cast<double>(bins), scale, bins};
+  // even_bins' margin (its comment derives it); inf for a huge |lo|·scale,
+  // which sends every sample through the edge correction.
+  const double margin = 0x1p-49 * (static_cast<double>(bins) + std::fmax(std::fabs(lo), std::fabs(hi)) * scale);
+  return {lo, hi, width / static_cast<double>(bins), scale, margin, bins};
 }
 
 /// levels: at least 2, non-null, strictly increasing (so no NaN).
