@@ -258,14 +258,18 @@ TYPED_TEST(HistogramErrors, DeterministicModeNeverInspectsTheWeightsOfIgnoredSam
   }
 }
 
+// GPU only: typed over gpu_only so the names are "HistogramErrorsGpu/gpu.*"
+// (backends.hpp), which the sanitizer stage of scripts/gpu-check selects.
+template <class Side>
 class HistogramErrorsGpu : public ::testing::Test {
  protected:
   void SetUp() override {
     TALLY_REQUIRE_GPU_OR_SKIP();  // fails instead under TALLY_REQUIRE_GPU=1
   }
 };
+TYPED_TEST_SUITE(HistogramErrorsGpu, gpu_only, backend_names);
 
-TEST_F(HistogramErrorsGpu, ForcedStrategyThatCannotRunLeavesTheCountsUntouched) {
+TYPED_TEST(HistogramErrorsGpu, ForcedStrategyThatCannotRunLeavesTheCountsUntouched) {
   // GPU only: the CPU backend ignores the strategy.
   guarded<double> samples(true, 8);
   samples.write(std::vector<double>(8, 0.5));
@@ -278,7 +282,7 @@ TEST_F(HistogramErrorsGpu, ForcedStrategyThatCannotRunLeavesTheCountsUntouched) 
   EXPECT_TRUE(unchanged(counts, before));
 }
 
-TEST_F(HistogramErrorsGpu, HostPointersAreRejectedNamingTheArgument) {
+TYPED_TEST(HistogramErrorsGpu, HostPointersAreRejectedNamingTheArgument) {
   const std::int64_t n = 1000, bins = 10;
   std::vector<double> host_samples(n, 0.5), host_weights(n, 1.0);
   std::vector<std::int32_t> host_counts(bins, 0);
@@ -309,7 +313,7 @@ TEST_F(HistogramErrorsGpu, HostPointersAreRejectedNamingTheArgument) {
   EXPECT_EQ(got[5], n);
 }
 
-TEST_F(HistogramErrorsGpu, AFailedCudaCallOfTheCallerDoesNotFailTheNextCall) {
+TYPED_TEST(HistogramErrorsGpu, AFailedCudaCallOfTheCallerDoesNotFailTheNextCall) {
   const std::int64_t n = 1000, bins = 10;
   guarded<double> samples(true, n);
   samples.write(std::vector<double>(n, 0.25));

@@ -17,6 +17,9 @@
 namespace tally::testing {
 namespace {
 
+// GPU only: typed over gpu_only so the names are "GraphGpu/gpu.*" (backends.hpp),
+// which the sanitizer stage of scripts/gpu-check selects.
+template <class Side>
 class GraphGpu : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -58,8 +61,11 @@ class GraphGpu : public ::testing::Test {
   cudaStream_t stream = nullptr;
   random_source rng;
 };
+TYPED_TEST_SUITE(GraphGpu, gpu_only, backend_names);
 
-TEST_F(GraphGpu, ReduceOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceReserved) {
+TYPED_TEST(GraphGpu, ReduceOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceReserved) {
+  auto& stream = this->stream;
+  auto& rng = this->rng;
   SCOPED_TRACE(rng.trace());
   const std::int64_t n = 3000000;
   std::vector<float> host(n);
@@ -69,15 +75,15 @@ TEST_F(GraphGpu, ReduceOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceReserve
   x.write(host);
   workspace ws;
   const auto gpu = tally::gpu.on(stream).with(ws);
-  expect_refused([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); },
+  this->expect_refused([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); },
                  {"workspace", "captured", "reserve"});
   // Sized by a small call: the larger one must grow it, which is refused too.
   tally::reduce(gpu, static_cast<const float*>(x.data()), 1000, out.data());
   TALLY_CUDA(cudaStreamSynchronize(stream));
-  expect_refused([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); },
+  this->expect_refused([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); },
                  {"workspace", "reserve"});
   ws.reserve(std::size_t(1) << 24, stream);
-  const cudaGraphExec_t exec = capture([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); });
+  const cudaGraphExec_t exec = this->capture([&] { tally::reduce(gpu, static_cast<const float*>(x.data()), n, out.data()); });
   for (int replay = 0; replay < 3; ++replay) {
     TALLY_CUDA(cudaGraphLaunch(exec, stream));
     TALLY_CUDA(cudaStreamSynchronize(stream));
@@ -86,10 +92,12 @@ TEST_F(GraphGpu, ReduceOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceReserve
   EXPECT_TRUE(out.guards_intact());
   TALLY_CUDA(cudaGraphExecDestroy(exec));
   // The value-returning form waits: refused with a clear message.
-  expect_refused([&] { (void)tally::sum(gpu, static_cast<const float*>(x.data()), n); }, {"sum", "reduce()"});
+  this->expect_refused([&] { (void)tally::sum(gpu, static_cast<const float*>(x.data()), n); }, {"sum", "reduce()"});
 }
 
-TEST_F(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
+TYPED_TEST(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
+  auto& stream = this->stream;
+  auto& rng = this->rng;
   SCOPED_TRACE(rng.trace());
   const std::int64_t n = 1000003;
   const auto host = samples_with_outliers(rng, static_cast<std::size_t>(n), -1.0, 1.0);
@@ -126,7 +134,7 @@ TEST_F(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
         };
         run();  // warm-up: sizes the stream's workspace
         TALLY_CUDA(cudaStreamSynchronize(stream));
-        const cudaGraphExec_t exec = capture(run);
+        const cudaGraphExec_t exec = this->capture(run);
         for (int replay = 0; replay < 2; ++replay) {
           TALLY_CUDA(cudaMemsetAsync(counts.data(), 0x5A, bins * sizeof(std::int32_t), stream));
           TALLY_CUDA(cudaGraphLaunch(exec, stream));
@@ -143,7 +151,9 @@ TEST_F(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
   }
 }
 
-TEST_F(GraphGpu, CheckedScatterReplaysWithTheErrorsRecordAndIsRefusedWithout) {
+TYPED_TEST(GraphGpu, CheckedScatterReplaysWithTheErrorsRecordAndIsRefusedWithout) {
+  auto& stream = this->stream;
+  auto& rng = this->rng;
   SCOPED_TRACE(rng.trace());
   const std::int64_t n = 500009, size = 1000;
   std::vector<std::int64_t> index(n);
@@ -164,7 +174,7 @@ TEST_F(GraphGpu, CheckedScatterReplaysWithTheErrorsRecordAndIsRefusedWithout) {
       opts.strategy = s;
       opts.deterministic = deterministic;
       // Without a record, a checked call would wait: refused before anything is recorded.
-      expect_refused([&] { tally::scatter_reduce(gpu, idx.data(), val.data(), n, out.data(), size, tally::plus{}, opts); },
+      this->expect_refused([&] { tally::scatter_reduce(gpu, idx.data(), val.data(), n, out.data(), size, tally::plus{}, opts); },
                      {"tally::scatter_reduce", "'options.errors'"});
       opts.errors = record.data();
       const auto run = [&] {
@@ -173,7 +183,7 @@ TEST_F(GraphGpu, CheckedScatterReplaysWithTheErrorsRecordAndIsRefusedWithout) {
       };
       run();
       TALLY_CUDA(cudaStreamSynchronize(stream));
-      const cudaGraphExec_t exec = capture(run);
+      const cudaGraphExec_t exec = this->capture(run);
       for (int bad : {0, 1}) {
         auto data = index;
         if (bad) data[4242] = size + 5;
