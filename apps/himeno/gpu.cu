@@ -44,6 +44,7 @@ std::string_view name_of(sweep_variant variant) {
     case sweep_variant::rows1: return "rows-1";
     case sweep_variant::rows2: return "rows-2";
     case sweep_variant::rows3: return "rows-3";
+    case sweep_variant::automatic: return "automatic";
   }
   return "?";
 }
@@ -57,7 +58,18 @@ sweep_variant sweep_variant_by_name(std::string_view name) {
   detail::throw_invalid_argument("himeno", "variant", "is '" + std::string(name) + "'; the variants are " + names);
 }
 
+sweep_variant default_variant(const grid_size& g) {
+  constexpr std::int64_t kRows3From = 255LL * 255 * 511;  // L's interior points
+  return g.interior() >= kRows3From ? sweep_variant::rows3 : sweep_variant::rows1;
+}
+
+sweep_variant gpu_problem::resolved(sweep_variant variant) const {
+  return variant == sweep_variant::automatic ? default_variant(size_) : variant;
+}
+
 gosa_tree tree_of(sweep_variant variant) {
+  if (variant == sweep_variant::automatic)
+    detail::throw_invalid_argument("himeno", "variant", "automatic has no tree of its own: resolve it first");
   return variant == sweep_variant::tile ? gosa_tree::tiles : gosa_tree::rows;
 }
 
@@ -110,6 +122,12 @@ const void* rows_kernel_of(gosa_sink sink) {
   return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::none, Ahead>);
 }
 
+/// The kernels below take a concrete variant: gpu_problem resolves automatic
+/// (default_variant) before it asks for one.
+[[noreturn]] void unresolved() {
+  detail::throw_invalid_argument("himeno", "variant", "automatic reached a kernel unresolved (a bug in gpu_problem)");
+}
+
 /// The sweep kernel of a pattern that runs the fused sweep, in `variant`.
 const void* kernel_of(gpu_pattern pattern, sweep_variant variant) {
   const gosa_sink sink = sink_of(pattern);
@@ -118,6 +136,7 @@ const void* kernel_of(gpu_pattern pattern, sweep_variant variant) {
     case sweep_variant::rows2: return rows_kernel_of<2>(sink);
     case sweep_variant::rows3: return rows_kernel_of<3>(sink);
     case sweep_variant::tile: break;
+    case sweep_variant::automatic: unresolved();
   }
   switch (sink) {
     case gosa_sink::deterministic: return reinterpret_cast<const void*>(&kernels::sweep_kernel<gosa_sink::deterministic>);
@@ -136,6 +155,7 @@ std::size_t dynamic_bytes_of(sweep_variant variant) {
     case sweep_variant::rows2: return kernels::rows_layout<2>::kDynamicBytes;
     case sweep_variant::rows3: return kernels::rows_layout<3>::kDynamicBytes;
     case sweep_variant::tile: break;
+    case sweep_variant::automatic: unresolved();
   }
   return 0;
 }
@@ -243,6 +263,7 @@ void gpu_problem::load(const host_fields& f) {
 }
 
 int gpu_problem::default_blocks(gpu_pattern pattern, sweep_variant variant) const {
+  variant = resolved(variant);
   // Also the first use of the kernel by this problem: its shared-memory opt-in is set here.
   int& cached = default_blocks_[static_cast<int>(variant)][static_cast<int>(pattern)];
   if (cached > 0) return cached;
@@ -296,6 +317,7 @@ kernels::sweep_params gpu_problem::params(sweep_variant variant, int blocks, int
 }
 
 void gpu_problem::launch_sweep(gpu_pattern pattern, launch_shape shape) {
+  shape.variant = resolved(shape.variant);
   const int blocks = blocks_of(pattern, shape);
   const kernels::sweep_params prm = params(shape.variant, blocks, shape.planes_per_unit);
   const float* in = current();
@@ -384,6 +406,7 @@ std::vector<float> gpu_problem::read_p() {
 convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape shape) {
   if (max_sweeps < 1) detail::throw_invalid_argument("himeno", "max_sweeps", "must be at least 1");
   check_shape(shape);
+  shape.variant = resolved(shape.variant);
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   convergence result;

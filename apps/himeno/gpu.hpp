@@ -49,12 +49,19 @@ enum class sweep_variant {
   rows1,  ///< row segments by bulk copies 1 plane ahead, 2 blocks/SM (87 KB shared each)
   rows2,  ///< the same 2 planes ahead, 1 block/SM (119 KB)
   rows3,  ///< the same 3 planes ahead, 1 block/SM (150 KB)
+  automatic,  ///< default_variant(size): what a launch uses unless told
 };
 
-/// Every variant, and the one a launch uses unless told.
+/// Every variant a kernel implements (automatic is none of them).
 inline constexpr sweep_variant kSweepVariants[] = {sweep_variant::tile, sweep_variant::rows1, sweep_variant::rows2,
                                                    sweep_variant::rows3};
-inline constexpr sweep_variant kDefaultVariant = sweep_variant::rows2;
+
+/// The variant that ran fastest at this size on the H100 (deterministic gosa,
+/// GFLOPS, apps/himeno/tune.sh, 2026-11-23): at M rows-1 1311, tile 1238,
+/// rows-3 757, rows-2 750; at L rows-3 1453, rows-2 1446; at XL rows-3 1471,
+/// rows-2 1450. So rows-1 below L's 33 M interior points (XS and S were not
+/// tuned: rows-1, whose 2 blocks an SM suit small grids best), rows-3 from there on.
+sweep_variant default_variant(const grid_size& g);
 
 /// The CLI name of a variant ("tile", "rows-1", ...).
 std::string_view name_of(sweep_variant variant);
@@ -62,7 +69,8 @@ std::string_view name_of(sweep_variant variant);
 /// The variant named `name`. Throws tally::invalid_argument listing the names otherwise.
 sweep_variant sweep_variant_by_name(std::string_view name);
 
-/// The order in which a variant sums the deterministic gosa.
+/// The order in which a variant sums the deterministic gosa. Pre: variant is
+/// not automatic (resolve it with default_variant first).
 gosa_tree tree_of(sweep_variant variant);
 
 /// Launch shape of the fused sweep. blocks = 0: as many as fit on the device
@@ -73,7 +81,7 @@ gosa_tree tree_of(sweep_variant variant);
 struct launch_shape {
   int blocks = 0;
   bool programmatic = true;
-  sweep_variant variant = kDefaultVariant;
+  sweep_variant variant = sweep_variant::automatic;
   int planes_per_unit = 0;
 };
 
@@ -130,8 +138,12 @@ class gpu_problem {
   /// p as it is now, [i][j][k] (waits for the stream).
   std::vector<float> read_p();
 
-  /// The block count the fused sweep uses for `pattern` and `variant` when shape.blocks = 0.
-  int default_blocks(gpu_pattern pattern, sweep_variant variant = kDefaultVariant) const;
+  /// The block count the fused sweep uses for `pattern` and `variant` when
+  /// shape.blocks = 0 (automatic: this size's default_variant).
+  int default_blocks(gpu_pattern pattern, sweep_variant variant = sweep_variant::automatic) const;
+
+  /// `variant`, or this size's default_variant when it is automatic.
+  sweep_variant resolved(sweep_variant variant) const;
 
  private:
   void release();

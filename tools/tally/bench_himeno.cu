@@ -185,7 +185,7 @@ void run_bench_himeno(const bench_himeno_options& o) {
                 {"trial_ms", o.common.trials.trial_ms},
                 {"warmup", o.common.trials.warmup},
                 {"sizes", o.sizes},
-                {"sweep_variant", std::string(name_of(kDefaultVariant))},
+                {"sweep_variant", "default_variant(size): rows-1 below L, rows-3 from L"},
                 {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
                                        " trials, no warm-up, from 10^7 interior points (L, XL)"}};
   r.check_mode =
@@ -220,7 +220,7 @@ void run_bench_himeno(const bench_himeno_options& o) {
     {
       std::vector<float> squares(static_cast<std::size_t>(g.interior()));
       ref.gosa_original = sweep_recording_squares(f, squares.data());
-      ref.gosa_deterministic = deterministic_gosa(squares.data(), g, kMaxUnits, tree_of(kDefaultVariant));
+      ref.gosa_deterministic = deterministic_gosa(squares.data(), g, kMaxUnits, tree_of(default_variant(g)));
       for (float v : squares) ref.gosa_exact += v;
       ref.p = f.p;
       restore_initial(f);

@@ -96,7 +96,7 @@ void run_himeno(const himeno_options& o) {
   if (!o.cpu && pattern == gpu_pattern::none && o.tolerance >= 0)
     detail::throw_invalid_argument("himeno", "gosa", "none has no gosa to converge on");
   const double target = o.seconds > 0 ? o.seconds : (o.cpu ? 20.0 : 5.0);
-  const sweep_variant variant = o.variant.empty() ? kDefaultVariant : sweep_variant_by_name(o.variant);
+  const sweep_variant variant = o.variant.empty() ? default_variant(g) : sweep_variant_by_name(o.variant);
   const launch_shape shape{o.blocks, true, variant, 0};
 
   std::printf("mimax = %d mjmax = %d mkmax = %d\n", g.mi, g.mj, g.mk);
