@@ -22,6 +22,9 @@ void add_bench_histogram(CLI::App& bench);
 /// `tally bench copy`: seed 001's vector-width study (copies with scalar,
 /// 32-, 64- and 128-bit accesses, for half and float).
 void add_bench_copy(CLI::App& bench);
+/// `tally bench scatter`: the row scatter (index_add) with hot keys: tally's
+/// strategies and deterministic mode on PyTorch's index_add_ problem.
+void add_bench_scatter(CLI::App& bench);
 
 /// `tally bench cg`: seed 004's CG ladder (cuSPARSE + cuBLAS, Eigen) against
 /// tally's CG on the CPU and in every GPU mode.

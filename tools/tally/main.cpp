@@ -24,6 +24,7 @@ constexpr default_bench kDefaultSet[] = {
     {"reduce", tally::cli::add_bench_reduce},
     {"histogram", tally::cli::add_bench_histogram},
     {"copy", tally::cli::add_bench_copy},
+    {"scatter", tally::cli::add_bench_scatter},
     {"cg", tally::cli::add_bench_cg},
     {"himeno", tally::cli::add_bench_himeno},
 };
