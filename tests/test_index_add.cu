@@ -238,3 +238,28 @@ TYPED_TEST(IndexAdd, EmptyProblemsWriteNothingAndOneRowIsExact) {
 
 }  // namespace
 }  // namespace tally::testing
+
+namespace tally::testing {
+namespace {
+
+// CPU only (the GPU's sums are rounded in a timing-dependent order): every
+// element combines its rows in row order whatever the thread count, so the
+// bits are the same with 1, 2, 3 or 8 threads.
+TEST(IndexAddCpu, SumsDoNotDependOnTheThreadCount) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t rows = 20000, cols = 64, out_rows = 300;
+  row_case<std::int32_t, float> c(rows, cols, out_rows, 0, 0, 0);
+  c.index = make_index<std::int32_t>(rng, rows, out_rows, keys::half_on_one);
+  c.fill([&] { return random_value<float>(rng); });
+  std::vector<std::vector<unsigned char>> results;
+  for (const int threads : {1, 2, 3, 8}) {
+    auto out = c.out;
+    tally::index_add(tally::cpu.with_threads(threads), c.index.data(), c.src.data(), rows, cols, out.data(), out_rows);
+    results.push_back(bits_of(out));
+    if (results.size() > 1) EXPECT_EQ(results.back(), results.front()) << threads << " threads";
+  }
+}
+
+}  // namespace
+}  // namespace tally::testing
