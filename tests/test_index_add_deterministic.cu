@@ -179,6 +179,41 @@ TYPED_TEST(IndexAddDeterministic, ExactSumsAreRoundedOnce) {
   check_exact_sum_rounded_once<TypeParam, std::int32_t, bfloat16>();
 }
 
+/// Sums one ulp-fraction past a halfway point of V, where rounding twice
+/// (to double, or to float, first) lands on the tie and rounds to even: the
+/// element must hold the correctly rounded sum. Four rows (headroom 60 bits),
+/// values {0.5, 0.5, tie, excess}: the derived scale is 2^60. Also the exact
+/// tie (to even) and the negated rows.
+template <class Side, class V>
+void check_halfway(long double tie, long double excess) {
+  SCOPED_TRACE(std::string("tie ") + std::to_string(static_cast<double>(tie)) + ", excess 2^" +
+               std::to_string(std::ilogb(excess)));
+  for (const long double sign : {1.0L, -1.0L}) {
+    for (const bool with_excess : {true, false}) {
+      row_case<std::int32_t, V> c(4, 1, 1, 0, 0, 0);
+      c.index.assign(4, 0);
+      const long double values[] = {0.5L, 0.5L, tie, with_excess ? excess : 0.0L};
+      for (int i = 0; i < 4; ++i) c.at(i, 0) = exactly<V>(sign * values[i]);
+      c.out[0] = convert<V>(0.0f);
+      device_case<std::int32_t, V> d(Side::on_gpu, c);
+      index_add_options opts;
+      opts.deterministic = true;
+      run_case<Side>(d, c, plus{}, opts);
+      const long double exact = sign * (1.0L + tie + (with_excess ? excess : 0.0L));
+      const long double want = with_excess ? sign * (1.0L + 2 * tie) : sign * 1.0L;  // past the tie: up; at it: even
+      EXPECT_EQ(round_to<V>(exact), want);  // the test's own rounding agrees
+      EXPECT_EQ(to_long_double(d.out.read()[0]), want) << "sign " << static_cast<double>(sign)
+                                                       << (with_excess ? ", past the tie" : ", at the tie");
+    }
+  }
+}
+
+TYPED_TEST(IndexAddDeterministic, SumsPastAHalfwayPointRoundOnce) {
+  check_halfway<TypeParam, float>(std::ldexp(1.0L, -24), std::ldexp(1.0L, -60));     // > 53 bits: not via double
+  check_halfway<TypeParam, bfloat16>(std::ldexp(1.0L, -8), std::ldexp(1.0L, -60));   // not via double nor float
+  check_halfway<TypeParam, half>(std::ldexp(1.0L, -11), std::ldexp(1.0L, -24));      // not via float
+}
+
 /// The same bits for the rows in any order, any grid and strategy, and on
 /// the CPU backend with 1 thread (the GPU backend is compared with it too).
 template <class Side, class I, class V>
