@@ -234,6 +234,15 @@ TYPED_TEST(IndexAdd, EmptyProblemsWriteNothingAndOneRowIsExact) {
   for (int j = 0; j < 3; ++j) want[static_cast<std::size_t>(6 + j)] = start[static_cast<std::size_t>(6 + j)] + row[static_cast<std::size_t>(j)];
   EXPECT_EQ(out.read(), want);
   EXPECT_TRUE(out.guards_intact());
+  // No output rows: every index is out of range, nothing is written.
+  const auto after = out.bytes();
+  for (const bool deterministic : {false, true}) {
+    index_add_options opts;
+    opts.deterministic = deterministic;
+    expect_invalid([&] { tally::index_add(S::backend(), index.data(), src.data(), 2, 3, out.data(), 0, plus{}, opts); },
+                   {"tally::index_add", "'index'", "[0] = 2", "out_rows = 0"});
+    EXPECT_TRUE(unchanged(out, after));
+  }
 }
 
 }  // namespace
