@@ -70,7 +70,7 @@ void check_exact_sums(std::int64_t rows) {
             if (ref.reached[e]) ASSERT_EQ(to_long_double(got[e]), ref.value[e]) << "out element " << e;
           if (Side::on_gpu)
             EXPECT_EQ(chosen, strategy == histogram_strategy::plain_atomics ? histogram_strategy::plain_atomics
-                                                                           : histogram_strategy::aggregated_atomics);
+                                                                            : histogram_strategy::aggregated_atomics);
         }
       }
     }
@@ -231,7 +231,8 @@ TYPED_TEST(IndexAdd, EmptyProblemsWriteNothingAndOneRowIsExact) {
   src.write({row[0], row[1], row[2], 0, 0, 0, 0, 0, 0, 0, 0, 0});
   tally::index_add(S::backend(), index.data(), src.data(), 1, 3, out.data(), 4);
   auto want = start;
-  for (int j = 0; j < 3; ++j) want[static_cast<std::size_t>(6 + j)] = start[static_cast<std::size_t>(6 + j)] + row[static_cast<std::size_t>(j)];
+  for (int j = 0; j < 3; ++j)
+    want[static_cast<std::size_t>(6 + j)] = start[static_cast<std::size_t>(6 + j)] + row[static_cast<std::size_t>(j)];
   EXPECT_EQ(out.read(), want);
   EXPECT_TRUE(out.guards_intact());
   // No output rows: every index is out of range, nothing is written.

@@ -168,8 +168,8 @@ void check_exact_sum_rounded_once() {
     for (std::int64_t j = 0; j < cols; ++j)
       exact[static_cast<std::size_t>(c.index[static_cast<std::size_t>(i)] * cols + j)] += to_long_double(c.at(i, j));
   for (std::size_t e = 0; e < got.size(); ++e)
-    EXPECT_EQ(to_long_double(got[e]), round_to<V>(exact[e])) << "element " << e << ": exact sum "
-                                                              << static_cast<double>(exact[e]);
+    EXPECT_EQ(to_long_double(got[e]), round_to<V>(exact[e]))
+        << "element " << e << ": exact sum " << static_cast<double>(exact[e]);
 }
 
 TYPED_TEST(IndexAddDeterministic, ExactSumsAreRoundedOnce) {
@@ -201,17 +201,17 @@ void check_halfway(long double tie, long double excess) {
       run_case<Side>(d, c, plus{}, opts);
       const long double exact = sign * (1.0L + tie + (with_excess ? excess : 0.0L));
       const long double want = with_excess ? sign * (1.0L + 2 * tie) : sign * 1.0L;  // past the tie: up; at it: even
-      EXPECT_EQ(round_to<V>(exact), want);  // the test's own rounding agrees
-      EXPECT_EQ(to_long_double(d.out.read()[0]), want) << "sign " << static_cast<double>(sign)
-                                                       << (with_excess ? ", past the tie" : ", at the tie");
+      EXPECT_EQ(round_to<V>(exact), want);                                           // the test's own rounding agrees
+      EXPECT_EQ(to_long_double(d.out.read()[0]), want)
+          << "sign " << static_cast<double>(sign) << (with_excess ? ", past the tie" : ", at the tie");
     }
   }
 }
 
 TYPED_TEST(IndexAddDeterministic, SumsPastAHalfwayPointRoundOnce) {
-  check_halfway<TypeParam, float>(std::ldexp(1.0L, -24), std::ldexp(1.0L, -60));     // > 53 bits: not via double
-  check_halfway<TypeParam, bfloat16>(std::ldexp(1.0L, -8), std::ldexp(1.0L, -60));   // not via double nor float
-  check_halfway<TypeParam, half>(std::ldexp(1.0L, -11), std::ldexp(1.0L, -24));      // not via float
+  check_halfway<TypeParam, float>(std::ldexp(1.0L, -24), std::ldexp(1.0L, -60));    // > 53 bits: not via double
+  check_halfway<TypeParam, bfloat16>(std::ldexp(1.0L, -8), std::ldexp(1.0L, -60));  // not via double nor float
+  check_halfway<TypeParam, half>(std::ldexp(1.0L, -11), std::ldexp(1.0L, -24));     // not via float
 }
 
 /// The same bits for the rows in any order, any grid and strategy, and on
@@ -230,8 +230,8 @@ void check_bits_stable() {
       det.deterministic = true;
       // The reference: the CPU backend, one thread, on host memory.
       auto reference = c.out;
-      tally::index_add(tally::cpu.with_threads(1), c.index.data(), c.src.data(), rows, cols, reference.data(),
-                       out_rows, plus{}, [&] {
+      tally::index_add(tally::cpu.with_threads(1), c.index.data(), c.src.data(), rows, cols, reference.data(), out_rows,
+                       plus{}, [&] {
                          auto o = c.options();
                          o.deterministic = true;
                          return o;
@@ -241,7 +241,8 @@ void check_bits_stable() {
       row_case<I, V> permuted = c;
       std::vector<std::int64_t> order(static_cast<std::size_t>(rows));
       std::iota(order.begin(), order.end(), 0);
-      for (std::int64_t i = rows - 1; i > 0; --i) std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(rng.integer(0, i))]);
+      for (std::int64_t i = rows - 1; i > 0; --i)
+        std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(rng.integer(0, i))]);
       for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t from = order[static_cast<std::size_t>(i)];
         permuted.index[static_cast<std::size_t>(i)] = c.index[static_cast<std::size_t>(from)];

@@ -24,8 +24,8 @@ TYPED_TEST_SUITE(IndexAddErrors, backends, backend_names);
 /// Every mode a rejection must hold for: each strategy index_add has, plain and deterministic.
 std::vector<index_add_options> every_index_add_mode() {
   std::vector<index_add_options> modes;
-  for (auto s : {histogram_strategy::automatic, histogram_strategy::aggregated_atomics,
-                 histogram_strategy::plain_atomics})
+  for (auto s :
+       {histogram_strategy::automatic, histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics})
     for (bool deterministic : {false, true}) {
       index_add_options o;
       o.strategy = s;
@@ -179,11 +179,11 @@ TYPED_TEST(IndexAddErrors, EveryBadArgumentIsNamedAndLeavesOutUntouched) {
     rejected(call(i, s, -1, cols, o, out_rows, opts), "rows", mode);
     rejected(call(i, s, rows, -1, o, out_rows, opts), "cols", mode);
     rejected(call(i, s, rows, cols, o, -1, opts), "out_rows", mode);
-    rejected(call(i, s, std::int64_t{1} << 62, cols, o, out_rows, opts), "rows", mode);       // overflows
-    rejected(call(i, s, rows, cols, o, std::int64_t{1} << 61, opts), "out_rows", mode);       // overflows
+    rejected(call(i, s, std::int64_t{1} << 62, cols, o, out_rows, opts), "rows", mode);         // overflows
+    rejected(call(i, s, rows, cols, o, std::int64_t{1} << 61, opts), "out_rows", mode);         // overflows
     rejected(call(i, s, rows, cols, const_cast<double*>(s) + 8, out_rows, opts), "out", mode);  // overlaps src
-    rejected(call(i, s, rows, cols, reinterpret_cast<double*>(const_cast<std::int64_t*>(i)) + 2, out_rows, opts),
-             "out", mode);  // overlaps index
+    rejected(call(i, s, rows, cols, reinterpret_cast<double*>(const_cast<std::int64_t*>(i)) + 2, out_rows, opts), "out",
+             mode);  // overlaps index
     index_add_options strided = opts;
     strided.src_stride = cols - 1;
     rejected(call(i, s, rows, cols, o, out_rows, strided), "options.src_stride", mode);
@@ -268,8 +268,12 @@ TYPED_TEST(IndexAddGpu, ReplaysWithAnErrorsRecordAndIsRefusedWithout) {
     // Without a record a checked call would wait: refused before anything is recorded.
     TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
     try {
-      tally::index_add(gpu, d.index_data(), d.src_data(), c.rows, c.cols, d.out_data(), c.out_rows, plus{},
-                       [&] { auto o = c.options(); o.strategy = opts.strategy; o.deterministic = opts.deterministic; return o; }());
+      tally::index_add(gpu, d.index_data(), d.src_data(), c.rows, c.cols, d.out_data(), c.out_rows, plus{}, [&] {
+        auto o = c.options();
+        o.strategy = opts.strategy;
+        o.deterministic = opts.deterministic;
+        return o;
+      }());
       ADD_FAILURE() << "captured without an error";
     } catch (const tally::invalid_argument& e) {
       EXPECT_NE(std::string(e.what()).find("'options.errors'"), std::string::npos) << e.what();
@@ -280,8 +284,8 @@ TYPED_TEST(IndexAddGpu, ReplaysWithAnErrorsRecordAndIsRefusedWithout) {
     (void)cudaGetLastError();
     opts.errors = record.data();
     const auto run = [&] {
-      TALLY_CUDA(cudaMemcpyAsync(d.out_data(), start.data(), c.out.size() * sizeof(double), cudaMemcpyDeviceToDevice,
-                                 stream));
+      TALLY_CUDA(
+          cudaMemcpyAsync(d.out_data(), start.data(), c.out.size() * sizeof(double), cudaMemcpyDeviceToDevice, stream));
       auto o = c.options();
       o.strategy = opts.strategy;
       o.deterministic = opts.deterministic;
@@ -299,7 +303,8 @@ TYPED_TEST(IndexAddGpu, ReplaysWithAnErrorsRecordAndIsRefusedWithout) {
       TALLY_CUDA(cudaGraphLaunch(exec, stream));
       TALLY_CUDA(cudaStreamSynchronize(stream));
       const auto got = d.out.read();
-      for (std::size_t e = 0; e < got.size(); ++e) ASSERT_EQ(got[e], ref.value[e]) << "bad " << bad << ", element " << e;
+      for (std::size_t e = 0; e < got.size(); ++e)
+        ASSERT_EQ(got[e], ref.value[e]) << "bad " << bad << ", element " << e;
       const auto seen = record.read()[0];
       EXPECT_EQ(seen.first_bad_index, bad ? 4242 : -1);
       EXPECT_EQ(seen.bad_value, 0);
@@ -331,7 +336,8 @@ TYPED_TEST(IndexAddGpu, HugeRowsBeyondTwoToThe31) {
   fill_huge_case<<<1024, 256>>>(index, src, rows, out_rows);
   TALLY_CUDA_LAUNCHED("fill_huge_case");
   std::vector<double> want(static_cast<std::size_t>(out_rows), 0.5);
-  for (std::int64_t i = 0; i < rows; ++i) want[static_cast<std::size_t>(i % out_rows)] += static_cast<double>(1 + i % 4);
+  for (std::int64_t i = 0; i < rows; ++i)
+    want[static_cast<std::size_t>(i % out_rows)] += static_cast<double>(1 + i % 4);
   guarded<double> out(true, static_cast<std::size_t>(out_rows));
   for (const auto& opts : every_index_add_mode()) {
     SCOPED_TRACE(describe(opts));

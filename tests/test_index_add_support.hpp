@@ -15,9 +15,9 @@
 
 #include "backends.hpp"
 #include "random.hpp"
-#include "test_errors_support.hpp"
 #include "tally/cpu/index_add.hpp"
 #include "tally/index_add.hpp"
+#include "test_errors_support.hpp"
 #if defined(__CUDACC__)
 #include "tally/cuda/index_add.cuh"
 #endif
@@ -109,9 +109,13 @@ struct row_case {
   std::vector<V> src;  // rows · src_stride (at least one element)
   std::vector<V> out;  // out_rows · out_stride
 
-  row_case(std::int64_t rows_, std::int64_t cols_, std::int64_t out_rows_, std::int64_t src_gap,
-           std::int64_t out_gap, std::int64_t shift_)
-      : rows(rows_), cols(cols_), out_rows(out_rows_), src_stride(cols_ + src_gap), out_stride(cols_ + out_gap),
+  row_case(std::int64_t rows_, std::int64_t cols_, std::int64_t out_rows_, std::int64_t src_gap, std::int64_t out_gap,
+           std::int64_t shift_)
+      : rows(rows_),
+        cols(cols_),
+        out_rows(out_rows_),
+        src_stride(cols_ + src_gap),
+        out_stride(cols_ + out_gap),
         shift(shift_),
         src(static_cast<std::size_t>(std::max<std::int64_t>(1, rows_ * (cols_ + src_gap))),
             convert<V>(std::numeric_limits<float>::quiet_NaN())),
@@ -138,9 +142,9 @@ struct row_case {
   }
 
   std::string describe() const {
-    return "rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " out_rows=" +
-           std::to_string(out_rows) + " src_stride=" + std::to_string(src_stride) +
-           " out_stride=" + std::to_string(out_stride) + (shift ? " (src unaligned)" : "");
+    return "rows=" + std::to_string(rows) + " cols=" + std::to_string(cols) + " out_rows=" + std::to_string(out_rows) +
+           " src_stride=" + std::to_string(src_stride) + " out_stride=" + std::to_string(out_stride) +
+           (shift ? " (src unaligned)" : "");
   }
 };
 
@@ -154,8 +158,10 @@ struct device_case {
   std::int64_t shift;
 
   device_case(bool on_gpu, const row_case<I, V>& c)
-      : index(on_gpu, std::max<std::size_t>(1, c.index.size())), src(on_gpu, c.src.size() + 1),
-        out(on_gpu, std::max<std::size_t>(1, c.out.size())), shift(c.shift) {
+      : index(on_gpu, std::max<std::size_t>(1, c.index.size())),
+        src(on_gpu, c.src.size() + 1),
+        out(on_gpu, std::max<std::size_t>(1, c.out.size())),
+        shift(c.shift) {
     if (!c.index.empty()) {
       std::vector<I> all = c.index;
       index.write(all);

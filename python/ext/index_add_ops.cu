@@ -9,11 +9,16 @@ namespace {
 template <class F>
 void visit_floating(dtype t, const char* argument, F&& f) {
   switch (t) {
-    case dtype::f16: return f(type_tag<tally::half>{});
-    case dtype::bf16: return f(type_tag<tally::bfloat16>{});
-    case dtype::f32: return f(type_tag<float>{});
-    case dtype::f64: return f(type_tag<double>{});
-    default: throw_unsupported("index_add", argument, t, "float16, bfloat16, float32, float64");
+    case dtype::f16:
+      return f(type_tag<tally::half>{});
+    case dtype::bf16:
+      return f(type_tag<tally::bfloat16>{});
+    case dtype::f32:
+      return f(type_tag<float>{});
+    case dtype::f64:
+      return f(type_tag<double>{});
+    default:
+      throw_unsupported("index_add", argument, t, "float16, bfloat16, float32, float64");
   }
 }
 
@@ -41,7 +46,8 @@ void index_add(const place& where, const matrix& out, const view& index, const m
       const auto* s = static_cast<const V*>(src.data);
       auto* d = static_cast<V*>(out.data);
       on_backend(where, [&](const auto& backend) {
-        if (op == scatter_op::sum) return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::plus{}, o);
+        if (op == scatter_op::sum)
+          return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::plus{}, o);
         if constexpr (std::is_same_v<I, std::int64_t>) {
           if (op == scatter_op::min)
             return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::minimum{}, o);

@@ -19,7 +19,8 @@ namespace tally::detail {
 /// correct rounding of q itself (Boldo & Melquiond, "Emulation of FMA and
 /// correctly rounded sums: proved algorithms using rounding to odd", 2008).
 TALLY_HD_INLINE double to_double_rounded_to_odd(long long q) {
-  const unsigned long long magnitude = q < 0 ? 0ull - static_cast<unsigned long long>(q) : static_cast<unsigned long long>(q);
+  const unsigned long long magnitude =
+      q < 0 ? 0ull - static_cast<unsigned long long>(q) : static_cast<unsigned long long>(q);
   if (magnitude < (1ull << 53)) return static_cast<double>(q);
 #if defined(__CUDA_ARCH__)
   const int width = 64 - __clzll(static_cast<long long>(magnitude));

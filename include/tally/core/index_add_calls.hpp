@@ -41,8 +41,8 @@ template <class I, class V>
 void run_index_add_deterministic(const gpu_backend&, const row_scatter<I, V>&, V* out, const index_add_options&);
 
 template <class V>
-inline constexpr bool is_index_add_value_v = std::is_same_v<V, float> || std::is_same_v<V, double> ||
-                                             std::is_same_v<V, half> || std::is_same_v<V, bfloat16>;
+inline constexpr bool is_index_add_value_v =
+    std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, half> || std::is_same_v<V, bfloat16>;
 template <class Op>
 inline constexpr bool is_index_add_op_v =
     std::is_same_v<Op, plus> || std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>;
@@ -107,8 +107,14 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
       throw_invalid_argument(kIndexAdd, "options.deterministic", "needs tally::plus");
     check_fixed_point_bits(kIndexAdd, opts);
   }
-  const row_scatter<I, V> problem{index, src, std::max<std::int64_t>(rows, 0), std::max<std::int64_t>(cols, 0),
-                                  src_stride, std::max<std::int64_t>(out_rows, 0), out_stride, checked};
+  const row_scatter<I, V> problem{index,
+                                  src,
+                                  std::max<std::int64_t>(rows, 0),
+                                  std::max<std::int64_t>(cols, 0),
+                                  src_stride,
+                                  std::max<std::int64_t>(out_rows, 0),
+                                  out_stride,
+                                  checked};
   if constexpr (std::is_same_v<Op, plus>) {
     if (opts.deterministic) return run_index_add_deterministic(backend, problem, out, opts);
   }

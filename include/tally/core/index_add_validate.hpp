@@ -66,8 +66,7 @@ void check_disjoint(const char* argument, const A* a, std::int64_t a_elements, c
 /// (histogram_options::deterministic, with n = rows).
 [[noreturn]] inline void throw_src_fixed_point_range(const histogram_options& opts, std::int64_t rows) {
   if (opts.fixed_point_bits == kDeriveFixedPointScale)
-    throw_invalid_argument(kIndexAdd, "src",
-                           "holds NaN or inf in a row that lands in out (deterministic mode)");
+    throw_invalid_argument(kIndexAdd, "src", "holds NaN or inf in a row that lands in out (deterministic mode)");
   throw_invalid_argument(kIndexAdd, "src",
                          "holds NaN, inf, or a value whose |v|*2^" + std::to_string(opts.fixed_point_bits) +
                              " reaches 2^" + std::to_string(fixed_point_headroom_bits(rows)) +

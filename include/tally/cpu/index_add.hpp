@@ -159,7 +159,7 @@ void sum_tiles(int threads, const row_scatter<I, V>& p, V* out, const row_bucket
   const std::int64_t kpb = b.keys_per_block;
 #pragma omp parallel num_threads(threads)
   {
-    std::vector<Acc> buffer;           // kpb rows of the tile's width, as needed
+    std::vector<Acc> buffer;             // kpb rows of the tile's width, as needed
     std::vector<unsigned char> touched;  // rows of the block met so far (cleared as they are written back)
 #pragma omp for schedule(dynamic)
     for (std::size_t t = 0; t < tiles.size(); ++t) {
@@ -197,8 +197,8 @@ void sum_tiles(int threads, const row_scatter<I, V>& p, V* out, const row_bucket
 /// Threads for a call of rows × cols elements.
 inline int threads_for(const cpu_backend& cpu, std::int64_t rows, std::int64_t cols) {
   const std::int64_t elements = rows > std::numeric_limits<std::int64_t>::max() / cols ? rows : rows * cols;
-  return static_cast<int>(std::clamp<std::int64_t>(std::min(rows, elements / kElementsPerThread), 1,
-                                                   cpu_histogram::thread_count(cpu)));
+  return static_cast<int>(
+      std::clamp<std::int64_t>(std::min(rows, elements / kElementsPerThread), 1, cpu_histogram::thread_count(cpu)));
 }
 
 /// After the rows were applied: the data errors of a checked call go to

@@ -33,7 +33,7 @@ namespace gpu_index_add {
 /// (core/index_add_calls.hpp has rejected the others).
 inline histogram_strategy strategy_of(const histogram_options& opts) {
   return opts.strategy == histogram_strategy::plain_atomics ? histogram_strategy::plain_atomics
-                                                             : histogram_strategy::aggregated_atomics;
+                                                            : histogram_strategy::aggregated_atomics;
 }
 
 /// Ends a call: a checked call reports what its error words recorded (into
@@ -88,8 +88,7 @@ void execute_index_add(const gpu_backend& gpu, const row_scatter<I, V>& p, V* ou
   try {
     if (work) {
       using Acc = default_accumulator_t<V>;
-      const kernels::histogram::out_of_range_report report{checked ? &scratch.words->bad_position : nullptr, 0,
-                                                            p.rows};
+      const kernels::histogram::out_of_range_report report{checked ? &scratch.words->bad_position : nullptr, 0, p.rows};
       launch_index_add(gpu, p, op, iak::plain_values<Acc>{}, iak::out_sink<V, Op>{out, p.out_stride, op}, strategy,
                        report, opts);
     }
@@ -150,12 +149,12 @@ void run_index_add_deterministic(const gpu_backend& gpu, const row_scatter<I, V>
       launch_index_add(gpu, p, plus{}, iak::fixed_point_values{quantize},
                        iak::fixed_point_sink{scratch.sums, p.cols, slot_of, touched}, strategy, report, opts);
       const auto finish = iak::fixed_point_rows_finish_kernel<I, V>;
-      launch("launch of tally::kernels::index_add::fixed_point_rows_finish_kernel",
-             launch_config(dim3(index_add_grid(finish, slots.slots * p.cols, opts)), dim3(iak::kThreads), 0,
-                           gpu.stream),
-             finish, p, static_cast<const long long*>(static_cast<void*>(scratch.sums)), slots.slots,
-             static_cast<const unsigned*>(touched), static_cast<const unsigned long long*>(slot_of), bits_on_device,
-             bits, out);
+      launch(
+          "launch of tally::kernels::index_add::fixed_point_rows_finish_kernel",
+          launch_config(dim3(index_add_grid(finish, slots.slots * p.cols, opts)), dim3(iak::kThreads), 0, gpu.stream),
+          finish, p, static_cast<const long long*>(static_cast<void*>(scratch.sums)), slots.slots,
+          static_cast<const unsigned*>(touched), static_cast<const unsigned long long*>(slot_of), bits_on_device, bits,
+          out);
     }
     if (opts.chosen) *opts.chosen = strategy;
   } catch (...) {

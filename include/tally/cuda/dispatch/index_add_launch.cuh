@@ -13,7 +13,7 @@
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
 #include "tally/cuda/kernels/histogram_common.cuh"
-#include "tally/cuda/kernels/index_add_aggregated_rows.cuh"
+#include "tally/cuda/kernels/index_add_aggregated_atomics.cuh"
 #include "tally/cuda/kernels/index_add_plain_atomics.cuh"
 #include "tally/cuda/launch.cuh"
 

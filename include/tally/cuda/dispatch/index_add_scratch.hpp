@@ -52,8 +52,9 @@ inline index_add_slots choose_index_add_slots(std::int64_t rows, std::int64_t co
   const auto total = [](const index_add_slots& s) { return checked_bytes(1, s.sums_bytes, s.marks_bytes); };
   const index_add_slots& best = total(per_source) < total(per_output) ? per_source : per_output;
   if (total(best) >= std::numeric_limits<std::size_t>::max() / 2)
-    throw_invalid_argument("index_add", "out_rows",
-                           "and rows = " + std::to_string(rows) + " need more deterministic scratch than is addressable");
+    throw_invalid_argument(
+        "index_add", "out_rows",
+        "and rows = " + std::to_string(rows) + " need more deterministic scratch than is addressable");
   return best;
 }
 

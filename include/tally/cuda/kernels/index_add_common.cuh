@@ -52,14 +52,18 @@ __device__ __forceinline__ void load_chunk(const V* row, int count, V (&v)[kChun
 template <class Acc>
 struct plain_values {
   template <class V>
-  __device__ __forceinline__ Acc operator()(const V& v) const { return convert<Acc>(v); }
+  __device__ __forceinline__ Acc operator()(const V& v) const {
+    return convert<Acc>(v);
+  }
 };
 
 /// Loaded values as int64 fixed point (histogram_options::deterministic).
 struct fixed_point_values {
   ::tally::detail::fixed_point_value quantize;
   template <class V>
-  __device__ __forceinline__ long long operator()(const V& v) const { return quantize(convert<double>(v)); }
+  __device__ __forceinline__ long long operator()(const V& v) const {
+    return quantize(convert<double>(v));
+  }
 };
 
 /// *p = op(*p, v) for half and bfloat16 (minimum, maximum) by a 16-bit
@@ -100,12 +104,10 @@ __device__ __forceinline__ void red_add_8(V* p, const float (&v)[8]) {
   const unsigned w0 = pack_pair<V>(v[0], v[1]), w1 = pack_pair<V>(v[2], v[3]);
   const unsigned w2 = pack_pair<V>(v[4], v[5]), w3 = pack_pair<V>(v[6], v[7]);
   if constexpr (std::is_same_v<V, bfloat16>)
-    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w0), "r"(w1), "r"(w2),
-                 "r"(w3)
+    asm volatile("red.global.add.noftz.v4.bf16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w0), "r"(w1), "r"(w2), "r"(w3)
                  : "memory");
   else
-    asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w0), "r"(w1), "r"(w2),
-                 "r"(w3)
+    asm volatile("red.global.add.noftz.v4.f16x2 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w0), "r"(w1), "r"(w2), "r"(w3)
                  : "memory");
 }
 

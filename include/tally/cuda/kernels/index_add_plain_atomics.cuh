@@ -16,9 +16,8 @@ namespace tally::kernels::index_add {
 /// grid-stride. A row whose index lies outside [0, out_rows) is recorded
 /// once (by the thread of its column 0) and skipped.
 template <class I, class V, class Values, class Sink>
-__global__ void __launch_bounds__(kThreads)
-    plain_atomics_kernel(::tally::detail::row_scatter<I, V> p, Values values, Sink sink,
-                         histogram::out_of_range_report report) {
+__global__ void __launch_bounds__(kThreads) plain_atomics_kernel(::tally::detail::row_scatter<I, V> p, Values values,
+                                                                 Sink sink, histogram::out_of_range_report report) {
   const std::int64_t total = p.rows * p.cols;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -46,9 +46,10 @@ constexpr std::int64_t tile_columns(std::int64_t cols) {
 /// The groups of one warp step, wide rows: the warp visits each group, lanes
 /// over the columns [c0, c1) (c0 a multiple of kChunk<V>).
 template <class I, class V, class Op, class Values, class Sink>
-__device__ __forceinline__ void combine_wide(const ::tally::detail::row_scatter<I, V>& p, std::int64_t base, std::int64_t c0,
-                                             std::int64_t c1, unsigned members, std::int64_t key, bool valid,
-                                             int lane, const Op& op, const Values& values, const Sink& sink) {
+__device__ __forceinline__ void combine_wide(const ::tally::detail::row_scatter<I, V>& p, std::int64_t base,
+                                             std::int64_t c0, std::int64_t c1, unsigned members, std::int64_t key,
+                                             bool valid, int lane, const Op& op, const Values& values,
+                                             const Sink& sink) {
   using Acc = typename Sink::acc_type;
   constexpr int W = kChunk<V>;
   const bool leader = valid && __ffs(members) - 1 == lane;
@@ -80,8 +81,8 @@ __device__ __forceinline__ void combine_wide(const ::tally::detail::row_scatter<
 /// The groups of one warp step, narrow rows: each lane loads its own row and
 /// the groups are combined across lanes by pointer jumping.
 template <class I, class V, class Op, class Values, class Sink>
-__device__ __forceinline__ void combine_narrow(const ::tally::detail::row_scatter<I, V>& p, std::int64_t i, unsigned members,
-                                               std::int64_t key, bool valid, int lane, const Op& op,
+__device__ __forceinline__ void combine_narrow(const ::tally::detail::row_scatter<I, V>& p, std::int64_t i,
+                                               unsigned members, std::int64_t key, bool valid, int lane, const Op& op,
                                                const Values& values, const Sink& sink) {
   using Acc = typename Sink::acc_type;
   constexpr int W = kChunk<V>;
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t tile = tile_columns<V>(p.cols);
   const std::int64_t tiles = (p.cols + tile - 1) / tile;
   const std::int64_t tasks = (p.rows + 31) / 32 * tiles;
-  const bool narrow_keys = p.out_rows <= 0xffffffffLL;  // every valid key fits 32 bits
+  const bool narrow_keys = p.out_rows <= 0xffffffffLL;           // every valid key fits 32 bits
   for (std::int64_t task = warp; task < tasks; task += warps) {  // warp-uniform
     const std::int64_t step = task / tiles;
     const std::int64_t c0 = (task - step * tiles) * tile;
@@ -162,7 +163,8 @@ __global__ void __launch_bounds__(kThreads)
     if (valid)
       members = narrow_keys ? __match_any_sync(active, static_cast<unsigned>(key))
                             : __match_any_sync(active, static_cast<unsigned long long>(key));
-    if (wide) combine_wide(p, base, c0, c0 + tile < p.cols ? c0 + tile : p.cols, members, key, valid, lane, op, values, sink);
+    if (wide)
+      combine_wide(p, base, c0, c0 + tile < p.cols ? c0 + tile : p.cols, members, key, valid, lane, op, values, sink);
     else combine_narrow(p, i, members, key, valid, lane, op, values, sink);
   }
 }
