@@ -21,8 +21,11 @@
 #include "tally/cpu/reduce.hpp"
 #include "tally/histogram.hpp"
 #include "tally/cpu/histogram.hpp"
+#include "tally/index_add.hpp"
+#include "tally/cpu/index_add.hpp"
 
 #if defined(__CUDACC__)
 #include "tally/cuda/reduce.cuh"
 #include "tally/cuda/histogram.cuh"
+#include "tally/cuda/index_add.cuh"
 #endif

@@ -63,22 +63,10 @@ dtype to_dtype(const call_site& site, const char* argument, nb::dlpack::dtype t)
                            .c_str());
 }
 
-/// The array's elements as one contiguous run (C order), or a ValueError.
+/// The array's dtype, after checking that it lives where the call's other
+/// arrays do (the first array of a call sets the place).
 template <class Array>
-view checked_view(call_site& site, const char* argument, const Array& a, int max_ndim) {
-  if (max_ndim >= 0 && a.ndim() > static_cast<size_t>(max_ndim))
-    throw nb::value_error((prefix(site, argument) + "must be " + (max_ndim == 0 ? "a scalar" : "one-dimensional") +
-                           " (got " + std::to_string(a.ndim()) + " dimensions)")
-                              .c_str());
-  std::int64_t expected = 1;
-  for (size_t i = a.ndim(); a.size() > 0 && i-- > 0;) {
-    if (a.shape(i) != 1 && a.stride(i) != expected)
-      throw nb::value_error((prefix(site, argument) +
-                             "must be contiguous (C order); make a contiguous copy first (e.g. .contiguous() in "
-                             "PyTorch, numpy.ascontiguousarray)")
-                                .c_str());
-    expected *= static_cast<std::int64_t>(a.shape(i));
-  }
+dtype locate(call_site& site, const char* argument, const Array& a) {
   const dtype type = to_dtype(site, argument, a.dtype());
 
   const int device_type = a.device_type();
@@ -107,7 +95,54 @@ view checked_view(call_site& site, const char* argument, const Array& a, int max
                            "; all arrays of a call must live on one device")
                               .c_str());
   }
+  return type;
+}
+
+/// The array's elements as one contiguous run (C order), or a ValueError.
+template <class Array>
+view checked_view(call_site& site, const char* argument, const Array& a, int max_ndim) {
+  if (max_ndim >= 0 && a.ndim() > static_cast<size_t>(max_ndim))
+    throw nb::value_error((prefix(site, argument) + "must be " + (max_ndim == 0 ? "a scalar" : "one-dimensional") +
+                           " (got " + std::to_string(a.ndim()) + " dimensions)")
+                              .c_str());
+  std::int64_t expected = 1;
+  for (size_t i = a.ndim(); a.size() > 0 && i-- > 0;) {
+    if (a.shape(i) != 1 && a.stride(i) != expected)
+      throw nb::value_error((prefix(site, argument) +
+                             "must be contiguous (C order); make a contiguous copy first (e.g. .contiguous() in "
+                             "PyTorch, numpy.ascontiguousarray)")
+                                .c_str());
+    expected *= static_cast<std::int64_t>(a.shape(i));
+  }
+  const dtype type = locate(site, argument, a);
   return {const_cast<void*>(static_cast<const void*>(a.data())), static_cast<std::int64_t>(a.size()), type};
+}
+
+/// A two-dimensional array whose columns are contiguous and whose rows may be
+/// any number of elements >= the column count apart, or a ValueError.
+template <class Array>
+matrix checked_matrix(call_site& site, const char* argument, const Array& a) {
+  if (a.ndim() != 2)
+    throw nb::value_error((prefix(site, argument) + "must be two-dimensional (rows, columns) (got " +
+                           std::to_string(a.ndim()) + " dimensions)")
+                              .c_str());
+  const auto rows = static_cast<std::int64_t>(a.shape(0)), cols = static_cast<std::int64_t>(a.shape(1));
+  if (rows > 0 && cols > 1 && a.stride(1) != 1)
+    throw nb::value_error((prefix(site, argument) +
+                           "must have contiguous columns (a row stride is fine); make a contiguous copy first "
+                           "(e.g. .contiguous() in PyTorch, numpy.ascontiguousarray)")
+                              .c_str());
+  std::int64_t stride = cols;
+  if (rows > 1 && cols > 0) {
+    stride = static_cast<std::int64_t>(a.stride(0));
+    if (stride < cols)
+      throw nb::value_error((prefix(site, argument) + "has rows " + std::to_string(stride) +
+                             " elements apart, fewer than its " + std::to_string(cols) +
+                             " columns (overlapping or reversed rows); make a contiguous copy first")
+                                .c_str());
+  }
+  const dtype type = locate(site, argument, a);
+  return {const_cast<void*>(static_cast<const void*>(a.data())), rows, cols, stride, type};
 }
 
 view input(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
@@ -135,6 +170,31 @@ view output(call_site& site, const char* argument, nb::handle h, int max_ndim = 
   return checked_view(site, argument, a, max_ndim);
 }
 
+matrix input_matrix(call_site& site, const char* argument, nb::handle h) {
+  input_array a;
+  if (!nb::try_cast(h, a, false))
+    throw nb::type_error((prefix(site, argument) + "must be an array (NumPy, PyTorch, CuPy, or any object with "
+                                                   "__dlpack__ or the buffer protocol), got " +
+                          std::string(nb::type_name(h.type()).c_str()))
+                             .c_str());
+  site.keep_inputs.push_back(a);
+  return checked_matrix(site, argument, a);
+}
+
+matrix output_matrix(call_site& site, const char* argument, nb::handle h) {
+  output_array a;
+  if (!nb::try_cast(h, a, false)) {
+    input_array readonly;
+    if (nb::try_cast(h, readonly, false))
+      throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());
+    throw nb::type_error((prefix(site, argument) + "must be a writable array, got " +
+                          std::string(nb::type_name(h.type()).c_str()))
+                             .c_str());
+  }
+  site.keep_outputs.push_back(a);
+  return checked_matrix(site, argument, a);
+}
+
 std::size_t item_size(dtype t) {
   switch (t) {
     case dtype::f16:
@@ -149,6 +209,12 @@ bool overlaps(const view& a, const view& b) {
   const auto a0 = reinterpret_cast<std::uintptr_t>(a.data), b0 = reinterpret_cast<std::uintptr_t>(b.data);
   const auto a1 = a0 + a.n * item_size(a.type), b1 = b0 + b.n * item_size(b.type);
   return a.n > 0 && b.n > 0 && a0 < b1 && b0 < a1;
+}
+
+/// The elements a matrix spans, as a view (for overlap checks).
+view span_of(const matrix& m) {
+  const std::int64_t n = m.rows > 0 && m.cols > 0 ? (m.rows - 1) * m.stride + m.cols : 0;
+  return {m.data, n, m.type};
 }
 
 void check_no_overlap(const call_site& site, const char* out_name, const view& out, const char* in_name,
@@ -376,6 +442,37 @@ NB_MODULE(_core, m) {
       nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
       nb::arg("check_indices"), nb::arg("stream"), nb::arg("function"),
       "out[index[i]] = op(out[index[i]], src[i]) (see tally.scatter_reduce).");
+
+  m.def(
+      "index_add",
+      [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
+         bool check_indices, std::uintptr_t stream) {
+        call_site site("index_add");
+        const matrix om = output_matrix(site, "out", out);
+        const view iv = input(site, "index", index, 1);
+        const matrix sm = input_matrix(site, "src", src);
+        if (sm.rows != iv.n)
+          throw nb::value_error((prefix(site, "src") + "has " + std::to_string(sm.rows) +
+                                 " rows; it must have one per index (" + std::to_string(iv.n) + ")")
+                                    .c_str());
+        if (sm.cols != om.cols)
+          throw nb::value_error((prefix(site, "src") + "has " + std::to_string(sm.cols) +
+                                 " columns; it must match 'out' (" + std::to_string(om.cols) + ")")
+                                    .c_str());
+        check_no_overlap(site, "out", span_of(om), "index", iv);
+        check_no_overlap(site, "out", span_of(om), "src", span_of(sm));
+        scatter_op o = scatter_op::sum;
+        if (op == "amin") o = scatter_op::min;
+        else if (op == "amax") o = scatter_op::max;
+        else if (op != "sum")
+          throw nb::value_error((prefix(site, "reduce") + "is '" + op + "'; one of 'sum', 'amin', 'amax'").c_str());
+        run(site, stream, [&](const place& p) {
+          index_add(p, om, iv, sm, o, deterministic, check_indices || deterministic);
+        });
+      },
+      nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
+      nb::arg("check_indices"), nb::arg("stream"),
+      "out[index[i], :] = op(out[index[i], :], src[i, :]) (see tally.index_add).");
 
   m.def(
       "stream_wait",

@@ -26,6 +26,16 @@ struct view {
   dtype type;
 };
 
+/// A two-dimensional array: rows of `cols` contiguous elements, `stride`
+/// elements apart (>= cols; validated by the bindings).
+struct matrix {
+  void* data;
+  std::int64_t rows;
+  std::int64_t cols;
+  std::int64_t stride;
+  dtype type;
+};
+
 /// Where a call runs: the CPU backend, or the GPU backend on `stream` (the
 /// caller has made the array's device current).
 struct place {
@@ -75,6 +85,15 @@ void bincount(const place& where, const view& index, const view* weights, const 
 /// the GPU this waits for the stream); unchecked skips them silently.
 void scatter(const place& where, const view& out, const view& index, const view& src, scatter_op op,
              bool deterministic, bool checked);
+
+/// out[index[i], :] = op(out[index[i], :], src[i, :]) (tally::index_add) for
+/// out and src of one dtype (float16, bfloat16, float32, float64); op sum
+/// (int32 or int64 index), min or max (int64 index). `checked`: indices
+/// outside [0, out.rows) raise tally::invalid_argument after the rows in
+/// range were applied (on the GPU this waits for the stream); unchecked
+/// skips them silently. `deterministic` (sum): fixed-point sums.
+void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
+               bool deterministic, bool checked);
 
 /// Microseconds per call of tally::reduce(gpu.on(stream), x, n, out) (f32),
 /// `calls` calls back to back between two CUDA events, after a warm-up.

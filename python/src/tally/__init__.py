@@ -13,10 +13,12 @@ histograms and scatter-adds exact in fixed point).
     counts, edges = tally.histogram(x, bins=100, range=(-4, 4))
     out = torch.zeros(1000, device="cuda", dtype=torch.float64)
     tally.scatter_add(out, torch.randint(0, 1000, (10**7,), device="cuda"), x, deterministic=True)
+    rows = torch.zeros(1000, 128, device="cuda")
+    tally.index_add(rows, torch.randint(0, 1000, (10**5,), device="cuda"), torch.randn(10**5, 128, device="cuda"))
 """
 
 from ._core import gpu_status as _gpu_status
-from ._functions import bincount, dot, histogram, reduce, scatter_add, scatter_reduce, sum  # noqa: A004
+from ._functions import bincount, dot, histogram, index_add, reduce, scatter_add, scatter_reduce, sum  # noqa: A004
 
 __version__ = "0.1.0"
 
@@ -46,5 +48,5 @@ def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None):
     return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
 
 
-__all__ = ["bincount", "dot", "gpu_available", "gpu_status", "histogram", "reduce", "scatter_add",
+__all__ = ["bincount", "dot", "gpu_available", "gpu_status", "histogram", "index_add", "reduce", "scatter_add",
            "scatter_reduce", "sum"]

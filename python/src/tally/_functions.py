@@ -338,6 +338,65 @@ def _scatter(function, out, index, src, op, deterministic, check_indices, stream
     return out
 
 
-# index_add(out, index, src, ...) — the row scatter out[index[i], :] += src[i, :]
-# of issue 10 — is bound here once the library has tally::index_add; and
-# cg(...) once the conjugate-gradient issue has landed. Neither exists yet.
+_INDEX_ADD_OPS = ("sum", "amin", "amax")
+
+
+def index_add(out, index, src, *, reduce="sum", deterministic=False, check_indices=True,  # noqa: A002
+              stream=None):
+    """out[index[i], :] = reduce(out[index[i], :], src[i, :]) for every i, in place.
+
+    PyTorch's out.index_add_(0, index, src) (reduce="sum") and
+    out.index_reduce_(0, index, src, "amin"/"amax", include_self=True);
+    np.add.at(out, index, src) for 2-D arrays. Rows of out that no index
+    names, and the elements between rows of a strided out, are not touched.
+
+    Parameters
+    ----------
+    out : 2-D array (rows, columns), updated in place. dtypes float16,
+        bfloat16, float32, float64. Its columns must be contiguous; its rows
+        may be any distance apart (e.g. a column slice of a wider tensor).
+    index : 1-D int32/int64 array (int64 for "amin"/"amax"), one entry per
+        row of src, values in [0, out.shape[0]).
+    src : 2-D array of out's dtype with len(index) rows and out's columns
+        (contiguous columns, rows at any distance).
+    reduce : "sum", "amin" or "amax".
+    deterministic : bool
+        For "sum": fixed-point sums (tally's histogram_options.deterministic
+        with n = len(index)): every element of out gets the exact sum of its
+        (quantised) rows rounded once, so out is bitwise identical run to run,
+        for any order of the rows and on both backends; float16/bfloat16
+        sums are then correctly rounded. A NaN/inf (or too large) value in a
+        row that lands is a ValueError naming 'src' after the other rows were
+        applied (on the GPU this waits for the stream). "amin"/"amax" are
+        deterministic anyway.
+    check_indices : bool
+        True (default): an index outside [0, out.shape[0]) is a ValueError
+        naming its position, after the rows in range were applied; on the GPU
+        the call then waits for the stream. False: no wait, bad rows are
+        skipped silently.
+    stream : as in tally.reduce.
+
+    Sums of float32/float64 accumulate in their own type; float16/bfloat16
+    accumulate in float32: on the CPU every element is rounded once, on the
+    GPU each group of equal indices among 32 rows is summed in float32 and
+    added by one atomic (rounding to the dtype once per group).
+
+    Returns out.
+
+    Raises
+    ------
+    TypeError for unsupported or mismatched dtypes; ValueError for wrong
+    shapes, non-contiguous columns, arrays on different devices, overlapping
+    out and src/index, a bad `reduce`, or (checked) a bad index.
+    """
+    if reduce not in _INDEX_ADD_OPS:
+        raise ValueError(f"tally.index_add: argument 'reduce' is {reduce!r}; one of "
+                         f"{', '.join(map(repr, _INDEX_ADD_OPS))}")
+    infos, objects, handle = _prepare("index_add", stream, out=out, index=index, src=src)
+    det = deterministic and reduce == "sum"  # min/max are order-independent already
+    # The output is written, so it goes to the core as the caller's array itself.
+    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, check_indices, handle)
+    return out
+
+
+# cg(...) is bound here once the conjugate-gradient issue has landed.

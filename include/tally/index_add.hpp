@@ -1,0 +1,98 @@
+// Row scatter: out[index[i], :] ⊕= src[i, :] (PyTorch's index_add_ and
+// index_reduce_), on either backend (tally::cpu or tally::gpu).
+//
+// The GPU backend takes the rows 32 at a time per warp: lanes with equal
+// indices are grouped (__match_any_sync), each group's rows are combined in
+// registers, and one atomic per (index, column) goes to the output, so a key
+// that takes half the rows costs about 1/16 of the atomics of one atomic per
+// element (aggregated_atomics). plain_atomics, one atomic per element, can be
+// forced through options.strategy (for comparisons); options.chosen reports
+// the one that ran. The CPU backend groups the rows by blocks of output rows
+// (in row order) and sums each block's rows in a private, cache-sized buffer
+// with no atomics, so its results do not depend on the thread count.
+//
+// Scratch (GPU, from the workspace: gpu.with(ws), else the stream's; drawn
+// once per call): the error words, and for deterministic calls the int64
+// sums (see index_add). A stream being captured into a CUDA graph never
+// grows the workspace (workspace::reserve, workspace.hpp).
+//
+// The checks and the backends' hooks behind index_add live in core/
+// (index_add_calls.hpp, index_add_validate.hpp), cpu/index_add.hpp and
+// cuda/index_add.cuh.
+#pragma once
+
+#include <cstdint>
+
+#include "tally/core/backend.hpp"
+#include "tally/core/error.hpp"
+#include "tally/core/index_add_calls.hpp"
+#include "tally/core/index_add_options.hpp"
+#include "tally/core/operators.hpp"
+
+namespace tally {
+
+/// out[index[i]·out_stride + j] = op(out[index[i]·out_stride + j], src[i·src_stride + j])
+/// for every row i < rows and column j < cols; out is accumulated into, never
+/// cleared, and only the rows that some index names are written (columns
+/// [cols, out_stride) of every row and the rows no index names stay as they
+/// were). src_stride and out_stride come from opts (0: cols).
+///
+/// Pre: I is int32 or int64; V is float, double, half or bfloat16; op is
+/// tally::plus, minimum or maximum. index holds rows indices; src is a rows ×
+/// cols matrix, out an out_rows × cols matrix, both with the row strides of
+/// opts (>= cols), in the backend's memory (GPU: device, managed or pinned
+/// memory), out not overlapping src or index. rows == 0 or cols == 0: nothing
+/// is read or written (and no pointer is inspected).
+///
+/// Post (plus): float and double rows are combined in their own type; half
+/// and bfloat16 are accumulated in float:
+///   - CPU: every output element is out + (the float sum of its rows, in row
+///     order), rounded once to V. Results do not depend on the thread count.
+///   - GPU aggregated_atomics: the rows of a warp's 32 that share an index are
+///     summed in float (double for double) registers, and that sum, rounded
+///     once to V, is added by one atomic per element (which rounds again to
+///     V: a half or bfloat16 element is rounded once per warp group that
+///     reaches it); plain_atomics: one atomic per element, each rounding to V.
+///   GPU sums are rounded in an order that depends on timing (use
+///   opts.deterministic for the same bits on every run). minimum and maximum
+///   are exact (NaN propagates, as tally::minimum/maximum define it).
+///
+/// Errors (checked mode, the default): every argument is checked before
+/// anything is written: null, overlapping or (GPU) host pointers, negative
+/// sizes, strides below cols, sizes that overflow the address space, a
+/// strategy index_add does not have (shared_memory, cluster_memory: on both
+/// backends), opts.deterministic with an operator other than plus. Each is a
+/// tally::invalid_argument naming index_add and the argument, and leaves out
+/// untouched. An index outside [0, out_rows) is an error found while the call
+/// runs: the rows in range are all applied, the others skipped (nothing is
+/// written out of bounds), and then the call reports invalid_argument naming
+/// the first bad position i and its index -- on both backends, every
+/// strategy and in deterministic mode. On the GPU the report reads a flag
+/// back, so a checked call waits for the stream, unless opts.errors is given:
+/// then the first bad position (-1: none) is left in *opts.errors (device
+/// memory) and the call never waits, so it can be captured in a CUDA graph.
+/// The unchecked mode never waits and skips bad rows silently.
+///
+/// opts.deterministic (op = plus): fixed-point sums with the contract of
+/// histogram_options::deterministic for n = rows (the most addends an element
+/// can receive): each src value v is rounded to q = round(v·2^s), the q of an
+/// element are summed exactly in int64, and the element receives the exact
+/// sum q·2^-s rounded once to V (correctly rounded for every V, also half
+/// and bfloat16; for double, except below 2^-1022), which is then added to
+/// out (one more rounding to V). The derived scale looks at every src value
+/// (rows with a bad index included). The bits are the same on every run, for
+/// any order of the rows, grid and strategy, and on both backends. A src
+/// value outside the contract (NaN, ±inf, or too large for a given scale) in
+/// a row that lands in out counts as 0, the other values are applied, and
+/// the call then reports invalid_argument naming 'src' (or sets
+/// opts.errors->bad_value). GPU scratch: the int64 sums of the elements rows
+/// can reach -- out_rows × cols × 8 bytes plus 4 per output row, or, when it
+/// is smaller, rows × cols × 8 bytes plus 8 per output row -- drawn from the
+/// workspace (workspace.hpp: it refuses to grow while its stream is captured).
+template <class Backend, class I, class V, class Op = plus>
+void index_add(const Backend& backend, const I* index, const V* src, std::int64_t rows, std::int64_t cols, V* out,
+               std::int64_t out_rows, Op op = {}, const index_add_options& opts = {}) {
+  detail::run_index_add(backend, index, src, rows, cols, out, out_rows, op, opts);
+}
+
+}  // namespace tally

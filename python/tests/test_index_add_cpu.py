@@ -1,0 +1,173 @@
+"""tally.index_add (row scatter) on NumPy arrays (CPU backend) against NumPy's
+ufunc.at (np.add.at, np.minimum.at, np.maximum.at) on 2-D arrays."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tally
+
+
+def hot_index(rng, rows, out_rows, dtype=np.int64):
+    """Half of the rows on one key, the rest uniform."""
+    index = rng.integers(0, out_rows, rows)
+    index[rng.random(rows) < 0.5] = rng.integers(0, out_rows)
+    return index.astype(dtype)
+
+
+def reference_sum(out, index, src):
+    """np.add.at in float64, with each element's row count and sum of |values|."""
+    exact = out.astype(np.float64)
+    np.add.at(exact, index, src.astype(np.float64))
+    magnitude = np.abs(out.astype(np.float64))
+    np.add.at(magnitude, index, np.abs(src.astype(np.float64)))
+    count = np.zeros(out.shape[0])
+    np.add.at(count, index, 1)
+    return exact, magnitude, count[:, None]
+
+
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("cols", [1, 5, 128])
+def test_index_add_matches_np_add_at(rng, itype, dtype, cols):
+    rows, out_rows = 3000, 50
+    out = rng.uniform(-1, 1, (out_rows, cols)).astype(dtype)
+    index = hot_index(rng, rows, out_rows, itype)
+    src = rng.uniform(-1, 1, (rows, cols)).astype(dtype)
+    exact, magnitude, count = reference_sum(out, index, src)
+    assert tally.index_add(out, index, src) is out
+    eps = np.finfo(dtype).eps
+    if dtype == np.float16:
+        # float32 accumulation, one rounding to float16 per element (the CPU backend's rule).
+        bound = eps / 2 * np.abs(exact) + (count + 1) * 2.0**-24 * magnitude * (1 + eps)
+    else:
+        bound = (count + 1) * eps / 2 * magnitude
+    assert np.all(np.abs(out.astype(np.float64) - exact) <= bound * 1.01)
+
+
+def test_index_add_strided_out_and_src_leave_the_gaps(rng):
+    rows, out_rows, cols = 500, 20, 7
+    wide_out = rng.uniform(-1, 1, (out_rows, 12))
+    before = wide_out.copy()
+    out = wide_out[:, 2:2 + cols]  # rows 12 elements apart
+    wide_src = rng.uniform(-1, 1, (rows, 10))
+    src = wide_src[:, 3:3 + cols]
+    index = rng.integers(0, out_rows // 2, rows)  # rows out_rows/2.. are never named
+    exact = before[:, 2:2 + cols].copy()
+    np.add.at(exact, index, src)
+    tally.index_add(out, index, src)
+    np.testing.assert_allclose(out, exact, rtol=0, atol=1e-12)
+    untouched = np.ones_like(before, dtype=bool)
+    untouched[: out_rows // 2, 2:2 + cols] = False
+    assert np.array_equal(wide_out[untouched], before[untouched])
+
+
+@pytest.mark.parametrize("reduce,ufunc", [("amin", np.minimum), ("amax", np.maximum)])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_index_add_extrema_are_exact(rng, reduce, ufunc, dtype):
+    rows, out_rows, cols = 2000, 30, 9
+    out = rng.integers(-100, 100, (out_rows, cols)).astype(dtype)
+    index = hot_index(rng, rows, out_rows)
+    src = (rng.integers(-400, 400, (rows, cols)) / 4).astype(dtype)
+    src[17, 3] = np.nan
+    expected = out.copy()
+    ufunc.at(expected, index, src)
+    tally.index_add(out, index, src, reduce=reduce)
+    np.testing.assert_array_equal(out, expected)  # NaN where NumPy has NaN
+    assert np.isnan(out[index[17], 3])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_index_add_deterministic_is_order_independent_and_rounded_once(rng, dtype):
+    rows, out_rows, cols = 4000, 6, 3
+    index = hot_index(rng, rows, out_rows)
+    # Multiples of 2^-20 below 4: every fixed-point sum is exact, so each
+    # element must be the exact sum (fsum, then cast) rounded once.
+    src = (rng.integers(-2**22, 2**22, (rows, cols)) * 2.0**-20).astype(dtype)
+    if dtype == np.float16:
+        src = (rng.integers(-2**10, 2**10, (rows, cols)) * 2.0**-10).astype(dtype)
+    first = tally.index_add(np.zeros((out_rows, cols), dtype), index, src, deterministic=True)
+    for _ in range(2):
+        perm = rng.permutation(rows)
+        again = tally.index_add(np.zeros((out_rows, cols), dtype), index[perm], src[perm], deterministic=True)
+        assert again.tobytes() == first.tobytes()
+    for k in range(out_rows):
+        for j in range(cols):
+            exact = math.fsum(src[index == k, j].astype(np.float64))  # exact: a multiple of 2^-20 below 2^33
+            assert first[k, j] == dtype(exact), (k, j)
+
+
+def test_index_add_nan_and_inf_propagate():
+    out = np.zeros((3, 2))
+    src = np.array([[1.0, np.nan], [np.inf, 2.0], [-np.inf, 1.0], [5.0, 5.0]])
+    tally.index_add(out, np.array([0, 1, 1, 2]), src)
+    assert np.isnan(out[0, 1]) and out[0, 0] == 1.0
+    assert np.isnan(out[1, 0]) and out[1, 1] == 3.0
+    assert out[2].tolist() == [5.0, 5.0]
+
+
+def test_index_add_out_of_range_index_is_reported_after_the_rest():
+    out = np.zeros((4, 2))
+    src = np.ones((5, 2))
+    with pytest.raises(ValueError, match=r"argument 'index'.*\[2\] = 4 is outside \[0, out_rows = 4\)"):
+        tally.index_add(out, np.array([1, 2, 4, 3, -1]), src)
+    np.testing.assert_array_equal(out, [[0, 0], [1, 1], [1, 1], [1, 1]])  # the rows in range were applied
+    with pytest.raises(ValueError, match=r"argument 'index'.*-1"):
+        tally.index_add(np.zeros((4, 2)), np.array([-1]), np.ones((1, 2)), deterministic=True)
+    out = np.zeros((4, 2))
+    tally.index_add(out, np.array([1, 2, 4, 3, -1]), src, check_indices=False)
+    np.testing.assert_array_equal(out, [[0, 0], [1, 1], [1, 1], [1, 1]])
+
+
+def test_index_add_deterministic_rejects_nan_naming_src():
+    out = np.zeros((2, 2))
+    with pytest.raises(ValueError, match="argument 'src'"):
+        tally.index_add(out, np.array([0, 1]), np.array([[1.0, np.nan], [2.0, 3.0]]), deterministic=True)
+    assert out.tolist() == [[1.0, 0.0], [2.0, 3.0]]  # the NaN counted as 0, the rest applied
+
+
+def test_index_add_errors_name_the_argument():
+    out = np.zeros((10, 3))
+    index = np.zeros(4, np.int64)
+    src = np.ones((4, 3))
+    with pytest.raises(ValueError, match="argument 'src' has 3 rows; it must have one per index"):
+        tally.index_add(out, index, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="argument 'src' has 2 columns; it must match 'out'"):
+        tally.index_add(out, index, np.ones((4, 2)))
+    with pytest.raises(TypeError, match="argument 'src' has dtype float32"):
+        tally.index_add(out, index, src.astype(np.float32))
+    with pytest.raises(TypeError, match="argument 'index' has dtype float64"):
+        tally.index_add(out, np.zeros(4), src)
+    with pytest.raises(TypeError, match="argument 'index' has dtype int32"):
+        tally.index_add(out, index.astype(np.int32), src, reduce="amax")
+    with pytest.raises(TypeError, match="argument 'out' has dtype int64"):
+        tally.index_add(np.zeros((10, 3), np.int64), index, src.astype(np.int64))
+    with pytest.raises(ValueError, match="argument 'out' must be two-dimensional"):
+        tally.index_add(np.zeros(10), index, src)
+    with pytest.raises(ValueError, match="argument 'src' must be two-dimensional"):
+        tally.index_add(out, index, np.ones(4))
+    with pytest.raises(ValueError, match="argument 'index' must be one-dimensional"):
+        tally.index_add(out, np.zeros((4, 1), np.int64), src)
+    with pytest.raises(ValueError, match="argument 'out' must have contiguous columns"):
+        tally.index_add(np.zeros((10, 6))[:, ::2], index, src)
+    with pytest.raises(ValueError, match="argument 'src' must have contiguous columns"):
+        tally.index_add(out, index, np.ones((4, 6))[:, ::2])
+    with pytest.raises(ValueError, match="argument 'out' overlaps 'src'"):
+        buf = np.zeros((20, 3))
+        tally.index_add(buf[:10], index, buf[8:12])
+    with pytest.raises(ValueError, match="argument 'reduce'"):
+        tally.index_add(out, index, src, reduce="prod")
+    ro = np.zeros((10, 3))
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'out' is read-only"):
+        tally.index_add(ro, index, src)
+    with pytest.raises(TypeError, match="argument 'out' must be"):
+        tally.index_add([[0.0] * 3] * 10, index, src)
+
+
+def test_index_add_empty_is_a_no_op():
+    out = np.arange(6.0).reshape(3, 2)
+    tally.index_add(out, np.zeros(0, np.int64), np.zeros((0, 2)))
+    tally.index_add(np.zeros((3, 0)), np.zeros(4, np.int64), np.zeros((4, 0)))
+    assert out.tolist() == [[0, 1], [2, 3], [4, 5]]

@@ -1,0 +1,159 @@
+"""tally.index_add on the GPU through PyTorch and CuPy: against
+torch.index_add_ / index_reduce_, deterministic bits across runs, orders and
+backends, strided views, errors, and the stream contract. Skips where no GPU,
+torch or cupy is present."""
+
+import numpy as np
+import pytest
+
+import tally
+
+try:
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+try:
+    import cupy
+except ImportError:  # pragma: no cover
+    cupy = None
+
+needs_gpu = pytest.mark.skipif(not tally.gpu_available(), reason="no usable GPU: " + tally.gpu_status()[1])
+needs_torch = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="torch with CUDA missing")
+needs_cupy = pytest.mark.skipif(cupy is None, reason="cupy missing")
+pytestmark = needs_gpu
+
+
+def bits(v):
+    v = v.cpu()
+    return v.view(getattr(torch, f"int{8 * v.dtype.itemsize}")).numpy().tobytes()
+
+
+def hot_index(rows, out_rows, share=0.5, dtype=None):
+    """`share` of the rows on key 0, the rest uniform (the issue's hot-row case)."""
+    index = torch.randint(0, out_rows, (rows,), device="cuda")
+    index[torch.rand(rows, device="cuda") < share] = 0
+    return index if dtype is None else index.to(dtype)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("cols", [1, 16, 128, 1024])
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+def test_torch_index_add_matches_index_add_(dtype, cols, itype):
+    rows, out_rows = 20000, 3000
+    dt = getattr(torch, dtype)
+    out = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    index = hot_index(rows, out_rows, dtype=getattr(torch, itype))
+    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    exact = out.double().index_add_(0, index.long(), src.double())
+    magnitude = out.double().abs().index_add_(0, index.long(), src.double().abs())
+    count = torch.zeros(out_rows, 1, device="cuda", dtype=torch.float64).index_add_(
+        0, index.long(), torch.ones(rows, 1, device="cuda", dtype=torch.float64))
+    assert tally.index_add(out, index, src) is out
+    u = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-11, "bfloat16": 2.0**-8}[dtype]
+    u_acc = 2.0**-24 if dtype in ("float16", "bfloat16") else u
+    bound = (count + 1) * (2 * u + u_acc) * magnitude  # the GPU's documented bound (index_add.hpp)
+    assert bool(((out.double() - exact).abs() <= bound * 1.01 + 1e-30).all())
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_torch_deterministic_bits_across_runs_orders_and_backends(dtype):
+    rows, out_rows, cols = 50000, 700, 64
+    dt = getattr(torch, dtype)
+    index = hot_index(rows, out_rows)
+    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    base = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    first = tally.index_add(base.clone(), index, src, deterministic=True)
+    perm = torch.randperm(rows, device="cuda")
+    assert bits(tally.index_add(base.clone(), index[perm], src[perm], deterministic=True)) == bits(first)
+    assert bits(tally.index_add(base.clone(), index, src, deterministic=True)) == bits(first)
+    # The CPU backend (torch CPU tensors through DLPack) gives the same bits.
+    assert bits(tally.index_add(base.cpu(), index.cpu(), src.cpu(), deterministic=True)) == bits(first)
+    exact = base.double().index_add_(0, index, src.double())
+    scale = base.double().abs().index_add_(0, index, src.double().abs())
+    u = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-11, "bfloat16": 2.0**-8}[dtype]
+    # Rounded twice to the dtype (the sum, then out + sum), plus the
+    # quantisation 2^-s per row (s >= 61 - 3 - 16 for |v| < 8, 50000 rows).
+    assert bool(((first.double() - exact).abs() <= 2 * u * (scale + exact.abs()) + rows * 2.0**-40).all())
+
+
+@needs_torch
+@pytest.mark.parametrize("reduce", ["amin", "amax"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_torch_extrema_match_index_reduce_(reduce, dtype):
+    rows, out_rows, cols = 30000, 500, 33
+    dt = getattr(torch, dtype)
+    out = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    index = hot_index(rows, out_rows)
+    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    expected = out.clone().index_reduce_(0, index, src, reduce, include_self=True)
+    tally.index_add(out, index, src, reduce=reduce)
+    assert torch.equal(out, expected)
+
+
+@needs_torch
+def test_torch_strided_view_keeps_the_other_columns():
+    rows, out_rows = 10000, 100
+    wide = torch.randn(out_rows, 200, device="cuda")
+    before = wide.clone()
+    out = wide[:, 50:178]  # 128 columns, rows 200 apart
+    index = torch.randint(0, out_rows // 2, (rows,), device="cuda")
+    src = torch.randn(rows, 300, device="cuda")[:, 7:135]
+    expected = before[:, 50:178].clone().index_add_(0, index, src)
+    tally.index_add(out, index, src)
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-4)
+    assert torch.equal(wide[:, :50], before[:, :50]) and torch.equal(wide[:, 178:], before[:, 178:])
+    assert torch.equal(wide[out_rows // 2:], before[out_rows // 2:])
+
+
+@needs_torch
+def test_torch_errors_name_the_argument():
+    out = torch.zeros(10, 4, device="cuda")
+    index = torch.zeros(3, device="cuda", dtype=torch.int64)
+    with pytest.raises(ValueError, match=r"argument 'index'.*\[1\] = 10 is outside"):
+        tally.index_add(out, torch.tensor([0, 10, 1], device="cuda"), torch.ones(3, 4, device="cuda"))
+    assert out[0].tolist() == [1.0] * 4 and out[1].tolist() == [1.0] * 4  # the rows in range were applied
+    with pytest.raises(ValueError, match=r"argument 'src' is on cpu but 'out' is on cuda:0"):
+        tally.index_add(out, index, torch.ones(3, 4))
+    with pytest.raises(TypeError, match=r"argument 'src' has dtype float64"):
+        tally.index_add(out, index, torch.ones(3, 4, device="cuda", dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"argument 'out' must have contiguous columns"):
+        tally.index_add(torch.zeros(4, 10, device="cuda").t(), index, torch.ones(3, 4, device="cuda"))
+
+
+def _busy(stream):
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(200_000_000)
+
+
+@needs_torch
+def test_torch_result_on_side_stream_is_ready_when_that_stream_is():
+    rows, cols = 2**18, 32
+    side = torch.cuda.Stream()
+    src = torch.zeros(rows, cols, device="cuda")
+    index = torch.zeros(rows, device="cuda", dtype=torch.int64)
+    torch.cuda.synchronize()
+    _busy(side)
+    with torch.cuda.stream(side):
+        src.fill_(1.0)  # runs late on the side stream
+        out = torch.zeros(2, cols, device="cuda")
+        tally.index_add(out, index, src, check_indices=False)  # must follow the fill
+    side.synchronize()
+    assert out[0].tolist() == [float(rows)] * cols and out[1].tolist() == [0.0] * cols
+
+
+@needs_cupy
+def test_cupy_index_add_matches_numpy():
+    rs = cupy.random.RandomState(int(np.random.default_rng().integers(2**31)))
+    rows, out_rows, cols = 40000, 900, 24
+    out = rs.standard_normal((out_rows, cols))
+    index = rs.randint(0, out_rows, rows).astype(cupy.int64)
+    src = rs.standard_normal((rows, cols))
+    expected = out.get()
+    np.add.at(expected, index.get(), src.get())
+    tally.index_add(out, index, src)
+    np.testing.assert_allclose(out.get(), expected, rtol=1e-12, atol=1e-10)
+    det = tally.index_add(cupy.zeros((out_rows, cols)), index, src, deterministic=True)
+    host = tally.index_add(np.zeros((out_rows, cols)), index.get(), src.get(), deterministic=True)
+    assert det.get().tobytes() == host.tobytes()
