@@ -23,7 +23,8 @@ def pytest_runtest_makereport(item, call):
     GPU tests do: GPU coverage cannot vanish quietly."""
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and _gpu_required() and item.path.name.startswith("test_gpu"):
+    name = item.path.name
+    if report.skipped and _gpu_required() and (name.startswith("test_gpu") or name.endswith("_gpu.py")):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"GPU test not run under TALLY_REQUIRE_GPU=1: {reason}"

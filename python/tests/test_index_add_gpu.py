@@ -8,18 +8,8 @@ import pytest
 
 import tally
 
-try:
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
-try:
-    import cupy
-except ImportError:  # pragma: no cover
-    cupy = None
+from gpu_peers import cupy, needs_cupy, needs_gpu, needs_torch, torch
 
-needs_gpu = pytest.mark.skipif(not tally.gpu_available(), reason="no usable GPU: " + tally.gpu_status()[1])
-needs_torch = pytest.mark.skipif(torch is None or not torch.cuda.is_available(), reason="torch with CUDA missing")
-needs_cupy = pytest.mark.skipif(cupy is None, reason="cupy missing")
 pytestmark = needs_gpu
 
 
