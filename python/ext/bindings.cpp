@@ -145,7 +145,8 @@ matrix checked_matrix(call_site& site, const char* argument, const Array& a) {
   return {const_cast<void*>(static_cast<const void*>(a.data())), rows, cols, stride, type};
 }
 
-view input(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
+/// h as an array tally reads (kept alive by the call site), else a TypeError naming the argument.
+input_array cast_input(call_site& site, const char* argument, nb::handle h) {
   input_array a;
   if (!nb::try_cast(h, a, false))
     throw nb::type_error((prefix(site, argument) + "must be an array (NumPy, PyTorch, CuPy, or any object with "
@@ -153,46 +154,39 @@ view input(call_site& site, const char* argument, nb::handle h, int max_ndim = -
                           std::string(nb::type_name(h.type()).c_str()))
                              .c_str());
   site.keep_inputs.push_back(a);
-  return checked_view(site, argument, a, max_ndim);
+  return a;
+}
+
+/// h as an array tally writes (kept alive by the call site), else a
+/// ValueError (read-only) or TypeError naming the argument.
+output_array cast_output(call_site& site, const char* argument, nb::handle h) {
+  output_array a;
+  if (!nb::try_cast(h, a, false)) {
+    input_array readonly;
+    if (nb::try_cast(h, readonly, false))
+      throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());
+    throw nb::type_error((prefix(site, argument) + "must be a writable array, got " +
+                          std::string(nb::type_name(h.type()).c_str()))
+                             .c_str());
+  }
+  site.keep_outputs.push_back(a);
+  return a;
+}
+
+view input(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
+  return checked_view(site, argument, cast_input(site, argument, h), max_ndim);
 }
 
 view output(call_site& site, const char* argument, nb::handle h, int max_ndim = -1) {
-  output_array a;
-  if (!nb::try_cast(h, a, false)) {
-    input_array readonly;
-    if (nb::try_cast(h, readonly, false))
-      throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());
-    throw nb::type_error((prefix(site, argument) + "must be a writable array, got " +
-                          std::string(nb::type_name(h.type()).c_str()))
-                             .c_str());
-  }
-  site.keep_outputs.push_back(a);
-  return checked_view(site, argument, a, max_ndim);
+  return checked_view(site, argument, cast_output(site, argument, h), max_ndim);
 }
 
 matrix input_matrix(call_site& site, const char* argument, nb::handle h) {
-  input_array a;
-  if (!nb::try_cast(h, a, false))
-    throw nb::type_error((prefix(site, argument) + "must be an array (NumPy, PyTorch, CuPy, or any object with "
-                                                   "__dlpack__ or the buffer protocol), got " +
-                          std::string(nb::type_name(h.type()).c_str()))
-                             .c_str());
-  site.keep_inputs.push_back(a);
-  return checked_matrix(site, argument, a);
+  return checked_matrix(site, argument, cast_input(site, argument, h));
 }
 
 matrix output_matrix(call_site& site, const char* argument, nb::handle h) {
-  output_array a;
-  if (!nb::try_cast(h, a, false)) {
-    input_array readonly;
-    if (nb::try_cast(h, readonly, false))
-      throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());
-    throw nb::type_error((prefix(site, argument) + "must be a writable array, got " +
-                          std::string(nb::type_name(h.type()).c_str()))
-                             .c_str());
-  }
-  site.keep_outputs.push_back(a);
-  return checked_matrix(site, argument, a);
+  return checked_matrix(site, argument, cast_output(site, argument, h));
 }
 
 std::size_t item_size(dtype t) {
