@@ -85,4 +85,17 @@ template <class T>
   return ::testing::AssertionSuccess();
 }
 
+/// Captures record() on `stream` into a CUDA graph; returns the executable graph.
+template <class Record>
+cudaGraphExec_t capture_graph(cudaStream_t stream, const Record& record) {
+  cudaGraph_t graph;
+  TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  record();
+  TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  TALLY_CUDA(cudaGraphDestroy(graph));
+  return exec;
+}
+
 }  // namespace tally::testing

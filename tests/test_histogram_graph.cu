@@ -32,14 +32,7 @@ class GraphGpu : public ::testing::Test {
   /// Captures record() on the stream; returns the executable graph.
   template <class Record>
   cudaGraphExec_t capture(const Record& record) {
-    cudaGraph_t graph;
-    TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    record();
-    TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
-    cudaGraphExec_t exec;
-    TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    TALLY_CUDA(cudaGraphDestroy(graph));
-    return exec;
+    return capture_graph(stream, record);
   }
   /// Expects record() to be refused at capture with a tally::error holding
   /// `words`, and the stream usable afterwards.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "test_errors_support.hpp"
 #include "test_index_add_support.hpp"
 
 namespace tally::testing {
@@ -236,19 +237,6 @@ template <class Side>
 class IndexAddGpu : public on_backend<Side> {};
 TYPED_TEST_SUITE(IndexAddGpu, gpu_only, backend_names);
 
-/// Captures record() on `stream`; returns the executable graph.
-template <class Record>
-cudaGraphExec_t capture(cudaStream_t stream, const Record& record) {
-  cudaGraph_t graph;
-  TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  record();
-  TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  TALLY_CUDA(cudaGraphDestroy(graph));
-  return exec;
-}
-
 TYPED_TEST(IndexAddGpu, ReplaysWithAnErrorsRecordAndIsRefusedWithout) {
   random_source rng;
   SCOPED_TRACE(rng.trace());
@@ -294,7 +282,7 @@ TYPED_TEST(IndexAddGpu, ReplaysWithAnErrorsRecordAndIsRefusedWithout) {
     };
     run();  // sizes the workspace
     TALLY_CUDA(cudaStreamSynchronize(stream));
-    const cudaGraphExec_t exec = capture(stream, run);
+    const cudaGraphExec_t exec = capture_graph(stream, run);
     for (const int bad : {0, 1}) {
       auto data = c;
       if (bad) data.index[4242] = -1;
