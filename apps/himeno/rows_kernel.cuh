@@ -167,27 +167,9 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   float* const p_s = rows_smem + layout::kCoefFloats;   // [PS][3][RB]
   __shared__ __align__(8) unsigned long long full[CS];  // batch n completes on full[n % CS]
   __shared__ float warp_values[2][kRowThreads / 32];
-  __shared__ int is_last;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (prm.converge) {
-    // The flag is read once per block and shared, so every thread of the
-    // block takes the same branch (threads that read it apart could leave
-    // the block's barriers divergent: compute-sanitizer synccheck flagged
-    // this path when each thread read it).
-    __shared__ unsigned stopped;
-    if (tid == 0) stopped = *reinterpret_cast<volatile unsigned*>(&prm.state->stop);
-    __syncthreads();
-    if (stopped != 0) {
-      if (blockIdx.x == 0 && tid == 0 && prm.loop != 0) cudaGraphSetConditional(prm.loop, 0);
-      return;
-    }
-  }
-  if constexpr (Sink == gosa_sink::warp_aggregated || Sink == gosa_sink::atomic) {
-    if (blockIdx.x == 0 && tid == 0) prm.state->gosa[zero_slot] = 0.0f;
-  }
-  asm volatile("griddepcontrol.launch_dependents;");
+  if (!detail::begin_sweep<Sink>(prm, zero_slot)) return;
 
   if (tid == 0) {
 #pragma unroll
@@ -357,15 +339,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   __syncthreads();  // the last step's warp values are stored
   if constexpr (Sink == gosa_sink::deterministic) {
     if (warp == 0 && pending) fold_pending((n - 1) & 1);
-    // Thread 0 stored every unit value of this block: its fence publishes them.
-    if (tid == 0) {
-      __threadfence();
-      const unsigned done = atomicAdd(&prm.state->blocks_done, 1u);
-      is_last = done == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // the other blocks' counts before their units
+    if (!detail::last_block_to_finish(prm)) return;
     // Unit u = r · chunks_padded + c (chunks_padded a power of two) holds planes when r < R and c < chunks.
     const int shift = __ffs(prm.chunks_padded) - 1;
     const std::int64_t mask = prm.chunks_padded - 1, segments = prm.row_segments, chunks = prm.chunks;
@@ -374,17 +348,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
       return (u >> shift) < segments && (u & mask) < chunks ? __ldcg(partials + u) : 0.0f;
     };
     const float total = detail::block_tree_of(leaf, prm.units, &warp_values[0][0]);
-    if (tid == 0) {
-      prm.state->blocks_done = 0;
-      prm.state->gosa[slot] = total;
-      if (prm.converge) {
-        const unsigned done = prm.state->sweeps_done + 1;
-        prm.state->sweeps_done = done;
-        const bool stop = total < prm.tolerance || done >= prm.max_sweeps;
-        if (stop) prm.state->stop = 1;
-        if (prm.loop != 0) cudaGraphSetConditional(prm.loop, stop ? 0 : 1);
-      }
-    }
+    if (tid == 0) detail::publish_gosa(prm, slot, total);
   }
 }
 

@@ -162,6 +162,64 @@ __device__ float block_tree(const float* values, std::int64_t count, float* scra
   return block_tree_of(leaf, static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count))), scratch);
 }
 
+/// What every fused sweep kernel does first: waits for the previous sweep
+/// (PDL), and in converge mode ends the whole block once the stop flag is
+/// set (the flag is read once per block and shared, so every thread of the
+/// block takes the same branch: threads that read it apart could leave the
+/// block's barriers divergent, as compute-sanitizer synccheck flagged); then
+/// zeroes the next atomic sink's slot and lets the next sweep launch. Returns
+/// false when the block must return at once. Pre: the whole block calls it.
+template <gosa_sink Sink>
+__device__ bool begin_sweep(const sweep_params& prm, int zero_slot) {
+  const int tid = threadIdx.x;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  if (prm.converge) {
+    __shared__ unsigned stopped;
+    if (tid == 0) stopped = *reinterpret_cast<volatile unsigned*>(&prm.state->stop);
+    __syncthreads();
+    if (stopped != 0) {
+      if (blockIdx.x == 0 && tid == 0 && prm.loop != 0) cudaGraphSetConditional(prm.loop, 0);
+      return false;
+    }
+  }
+  if constexpr (Sink == gosa_sink::warp_aggregated || Sink == gosa_sink::atomic) {
+    if (blockIdx.x == 0 && tid == 0) prm.state->gosa[zero_slot] = 0.0f;
+  }
+  asm volatile("griddepcontrol.launch_dependents;");
+  return true;
+}
+
+/// Deterministic sink: counts this block as finished and tells whether it
+/// was the last one, which then combines every block's units. Thread 0 stored
+/// every unit value of this block: its fence publishes them. Pre: the whole
+/// block calls it.
+__device__ bool last_block_to_finish(const sweep_params& prm) {
+  __shared__ int is_last;
+  if (threadIdx.x == 0) {
+    __threadfence();
+    const unsigned done = atomicAdd(&prm.state->blocks_done, 1u);
+    is_last = done == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!is_last) return false;
+  __threadfence();  // the other blocks' counts before their units
+  return true;
+}
+
+/// The last block's thread 0: gosa into its slot, the count reset for the
+/// next sweep, and in converge mode the stop test (flag and graph condition).
+__device__ void publish_gosa(const sweep_params& prm, int slot, float total) {
+  prm.state->blocks_done = 0;
+  prm.state->gosa[slot] = total;
+  if (prm.converge) {
+    const unsigned done = prm.state->sweeps_done + 1;
+    prm.state->sweeps_done = done;
+    const bool stop = total < prm.tolerance || done >= prm.max_sweeps;
+    if (stop) prm.state->stop = 1;
+    if (prm.loop != 0) cudaGraphSetConditional(prm.loop, stop ? 0 : 1);
+  }
+}
+
 }  // namespace detail
 
 static_assert(kTileJ == 8 && kTileThreads == 256, "the warp-value combine below is written for 8 warps");
@@ -175,27 +233,9 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
                  int zero_slot) {
   __shared__ float planes[kPlaneSlots][kHaloElements];
   __shared__ float warp_values[2][kTileJ];
-  __shared__ int is_last;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  if (prm.converge) {
-    // The flag is read once per block and shared, so every thread of the
-    // block takes the same branch (threads that read it apart could leave
-    // the block's barriers divergent: compute-sanitizer synccheck flagged
-    // this path when each thread read it).
-    __shared__ unsigned stopped;
-    if (tid == 0) stopped = *reinterpret_cast<volatile unsigned*>(&prm.state->stop);
-    __syncthreads();
-    if (stopped != 0) {
-      if (blockIdx.x == 0 && tid == 0 && prm.loop != 0) cudaGraphSetConditional(prm.loop, 0);
-      return;
-    }
-  }
-  if constexpr (Sink == gosa_sink::warp_aggregated || Sink == gosa_sink::atomic) {
-    if (blockIdx.x == 0 && tid == 0) prm.state->gosa[zero_slot] = 0.0f;
-  }
-  asm volatile("griddepcontrol.launch_dependents;");
+  if (!detail::begin_sweep<Sink>(prm, zero_slot)) return;
 
   const int planes_n = prm.mi - 2;
   const int mk = prm.mk;
@@ -346,27 +386,9 @@ __global__ void __launch_bounds__(kTileThreads, kSweepMinBlocks)
   }
 
   if constexpr (Sink == gosa_sink::deterministic) {
-    // Thread 0 stored every unit value of this block: its fence publishes them.
-    if (tid == 0) {
-      __threadfence();
-      const unsigned done = atomicAdd(&prm.state->blocks_done, 1u);
-      is_last = done == gridDim.x - 1;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();  // the other blocks' counts before their units
+    if (!detail::last_block_to_finish(prm)) return;
     const float total = detail::block_tree(prm.partials, prm.units, &warp_values[0][0]);
-    if (tid == 0) {
-      prm.state->blocks_done = 0;
-      prm.state->gosa[slot] = total;
-      if (prm.converge) {
-        const unsigned done = prm.state->sweeps_done + 1;
-        prm.state->sweeps_done = done;
-        const bool stop = total < prm.tolerance || done >= prm.max_sweeps;
-        if (stop) prm.state->stop = 1;
-        if (prm.loop != 0) cudaGraphSetConditional(prm.loop, stop ? 0 : 1);
-      }
-    }
+    if (tid == 0) detail::publish_gosa(prm, slot, total);
   }
 }
 
