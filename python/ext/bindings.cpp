@@ -5,6 +5,7 @@
 // arrays) or the GPU backend (CUDA arrays, on the stream given). Outputs are
 // preallocated by the Python layer (src/tally/*.py), in the caller's library.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,15 @@ void check_size(const call_site& site, const char* argument, const view& v, std:
                               .c_str());
 }
 
+/// The optional weights of a histogram or bincount, one per sample of x
+/// (None: unweighted).
+std::optional<view> weights_of(call_site& site, nb::handle weights, const view& xv, int max_ndim = -1) {
+  if (weights.is_none()) return std::nullopt;
+  const view wv = input(site, "weights", weights, max_ndim);
+  check_size(site, "weights", wv, xv.n, "it must match 'x'");
+  return wv;
+}
+
 /// Runs `f(place)` on the call's backend: the GPU's device made current, the GIL released.
 template <class F>
 void run(const call_site& site, std::uintptr_t stream, F&& f) {
@@ -352,18 +362,13 @@ NB_MODULE(_core, m) {
          std::uintptr_t stream) {
         call_site site("histogram");
         const view xv = input(site, "x", x);
-        view wv{};
-        const bool weighted = !weights.is_none();
-        if (weighted) {
-          wv = input(site, "weights", weights);
-          check_size(site, "weights", wv, xv.n, "it must match 'x'");
-        }
+        const std::optional<view> wv = weights_of(site, weights, xv);
         const view cv = output(site, "counts", counts, 1);
         check_no_overlap(site, "counts", cv, "x", xv);
-        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         // Deterministic sums report bad values (NaN/inf weights) in checked mode.
         run(site, stream, [&](const place& p) {
-          histogram_even(p, xv, weighted ? &wv : nullptr, cv, lo, hi, deterministic, deterministic || !p.gpu);
+          histogram_even(p, xv, wv ? &*wv : nullptr, cv, lo, hi, deterministic, deterministic || !p.gpu);
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("lo"), nb::arg("hi"),
@@ -375,21 +380,16 @@ NB_MODULE(_core, m) {
          std::uintptr_t stream) {
         call_site site("histogram");
         const view xv = input(site, "x", x);
-        view wv{};
-        const bool weighted = !weights.is_none();
-        if (weighted) {
-          wv = input(site, "weights", weights);
-          check_size(site, "weights", wv, xv.n, "it must match 'x'");
-        }
+        const std::optional<view> wv = weights_of(site, weights, xv);
         const view ev = input(site, "bins", edges, 1);
         if (ev.type != dtype::f64) throw nb::type_error((prefix(site, "bins") + "must be float64 edges").c_str());
         const view cv = output(site, "counts", counts, 1);
         check_size(site, "counts", cv, ev.n - 1, "one fewer than the edges");
         check_no_overlap(site, "counts", cv, "x", xv);
         check_no_overlap(site, "counts", cv, "bins", ev);
-        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
-          histogram_edges(p, xv, weighted ? &wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
+          histogram_edges(p, xv, wv ? &*wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
                           deterministic, deterministic || !p.gpu);
         });
       },
@@ -401,17 +401,12 @@ NB_MODULE(_core, m) {
       [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::uintptr_t stream) {
         call_site site("bincount");
         const view xv = input(site, "x", x, 1);
-        view wv{};
-        const bool weighted = !weights.is_none();
-        if (weighted) {
-          wv = input(site, "weights", weights, 1);
-          check_size(site, "weights", wv, xv.n, "it must match 'x'");
-        }
+        const std::optional<view> wv = weights_of(site, weights, xv, 1);
         const view cv = output(site, "counts", counts, 1);
         check_no_overlap(site, "counts", cv, "x", xv);
-        if (weighted) check_no_overlap(site, "counts", cv, "weights", wv);
+        if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
-          bincount(p, xv, weighted ? &wv : nullptr, cv, deterministic, deterministic || !p.gpu);
+          bincount(p, xv, wv ? &*wv : nullptr, cv, deterministic, deterministic || !p.gpu);
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"), nb::arg("stream"),
