@@ -6,13 +6,26 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "report.hpp"
 
 namespace tally::bench {
+
+/// A value no correct scalar result of the benchmarks equals (NaN, or the
+/// most negative integer): what a peer's reset() leaves in its result, so a
+/// call that writes nothing cannot pass its check.
+template <class T>
+T poisoned() {
+  if constexpr (std::is_floating_point_v<T>)
+    return std::numeric_limits<T>::quiet_NaN();
+  else
+    return std::numeric_limits<T>::min();
+}
 
 /// Passes when got == expected (NaN never equals anything; -0.0 == +0.0).
 template <class T>

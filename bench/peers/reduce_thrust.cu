@@ -1,14 +1,13 @@
 // Thrust's reduce and inner_product on a stream. Thrust returns the value to
 // the host, so each call waits for the stream: that is the cost a Thrust user
 // pays, and what the table shows.
-#include <limits>
 #include <memory>
-#include <type_traits>
 
 #include <thrust/execution_policy.h>
 #include <thrust/inner_product.h>
 #include <thrust/reduce.h>
 
+#include "compare.hpp"
 #include "peers/reduce_peer_util.cuh"
 #include "peers/reduce_peers.hpp"
 
@@ -16,15 +15,6 @@ namespace tally::bench {
 
 namespace {
 constexpr const char* kThrustNote = "returns to the host: each call waits for the stream";
-
-/// A value no correct sum of the bench's inputs equals (NaN, or INT_MIN).
-template <class T>
-T poisoned() {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::numeric_limits<T>::quiet_NaN();
-  else
-    return std::numeric_limits<T>::min();
-}
 }  // namespace
 
 template <class T>

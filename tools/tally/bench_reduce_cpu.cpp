@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -65,14 +64,6 @@ T openmp_dot(const T* x, const T* y, std::int64_t n) {
   return s;
 }
 
-/// A value no correct result equals: NaN, or the most negative integer.
-template <class T>
-T poisoned() {
-  if constexpr (std::is_floating_point_v<T>)
-    return std::numeric_limits<T>::quiet_NaN();
-  else
-    return std::numeric_limits<T>::min();
-}
 
 class cpu_reduce_bench {
  public:
@@ -198,10 +189,10 @@ class cpu_reduce_bench {
   /// to a host variable that reset() poisons and verify() compares exactly.
   template <class T, class Call>
   void add(const std::string& name, const row& proto, T expected, const Call& call) {
-    auto result = std::make_shared<T>(poisoned<T>());
+    auto result = std::make_shared<T>(bench::poisoned<T>());
     bench::peer p;
     p.name = name;
-    p.reset = [result] { *result = poisoned<T>(); };
+    p.reset = [result] { *result = bench::poisoned<T>(); };
     p.run = [result, call] { call(result.get()); };
     p.verify = [result, expected] { return bench::compare_exact(*result, expected); };
     bench::measure(h_, p, proto);
