@@ -56,15 +56,11 @@ void check_exact_sums(std::int64_t rows) {
         for (const auto strategy : {histogram_strategy::automatic, histogram_strategy::plain_atomics}) {
           SCOPED_TRACE(c.describe() + ", " + to_string(pattern) + ", " + tally::to_string(strategy) +
                        (sizeof(I) == 8 ? ", int64 index" : ", int32 index"));
-          d.reset(c);
           index_add_options opts;
           opts.strategy = strategy;
           histogram_strategy chosen = histogram_strategy::shared_memory;
           opts.chosen = &chosen;
-          run_case<Side>(d, c, plus{}, opts);
-          const auto got = d.out.read();
-          EXPECT_TRUE(d.out.guards_intact());
-          EXPECT_TRUE(gaps_intact(c, got));
+          const auto got = run_and_read<Side>(d, c, plus{}, opts);
           EXPECT_TRUE(unreached_intact(c, ref, got));
           for (std::size_t e = 0; e < got.size(); ++e)
             if (ref.reached[e]) ASSERT_EQ(to_long_double(got[e]), ref.value[e]) << "out element " << e;
@@ -118,13 +114,9 @@ void check_random_sums() {
       device_case<I, V> d(Side::on_gpu, c);
       for (const auto strategy : {histogram_strategy::automatic, histogram_strategy::plain_atomics}) {
         SCOPED_TRACE(c.describe() + ", " + to_string(pattern) + ", " + tally::to_string(strategy));
-        d.reset(c);
         index_add_options opts;
         opts.strategy = strategy;
-        run_case<Side>(d, c, plus{}, opts);
-        const auto got = d.out.read();
-        EXPECT_TRUE(d.out.guards_intact());
-        EXPECT_TRUE(gaps_intact(c, got));
+        const auto got = run_and_read<Side>(d, c, plus{}, opts);
         for (std::size_t e = 0; e < got.size(); ++e) {
           if (!ref.reached[e]) continue;
           const long double n = static_cast<long double>(ref.count[e] + 1), exact = ref.value[e];

@@ -47,16 +47,10 @@ template <class I, class V>
 std::vector<V> fixed_point_reference(row_case<I, V>& c, int s) {
   std::vector<long long> q(c.out.size(), 0);
   std::vector<bool> reached(c.out.size(), false);
-  for (std::int64_t i = 0; i < c.rows; ++i) {
-    const auto k = static_cast<std::int64_t>(c.index[static_cast<std::size_t>(i)]);
-    if (k < 0 || k >= c.out_rows) continue;
-    for (std::int64_t j = 0; j < c.cols; ++j) {
-      const auto e = static_cast<std::size_t>(k * c.out_stride + j);
-      const long double v = to_long_double(c.at(i, j));
-      reached[e] = true;
-      if (std::isfinite(v)) q[e] += static_cast<long long>(std::nearbyint(std::ldexp(v, s)));
-    }
-  }
+  for_each_landing(c, [&](std::size_t e, long double v) {
+    reached[e] = true;
+    if (std::isfinite(v)) q[e] += static_cast<long long>(std::nearbyint(std::ldexp(v, s)));
+  });
   std::vector<V> out = c.out;
   for (std::size_t e = 0; e < out.size(); ++e) {
     if (!reached[e]) continue;

@@ -188,6 +188,18 @@ void run_case(device_case<I, V>& d, const row_case<I, V>& c, Op op = {}, index_a
   tally::index_add(Side::backend(), d.index_data(), d.src_data(), c.rows, c.cols, d.out_data(), c.out_rows, op, opts);
 }
 
+/// Calls f(e, v) for every value v of a row whose index lies in [0, out_rows),
+/// e being the out element it lands on (rows in order, then columns).
+template <class I, class V, class F>
+void for_each_landing(row_case<I, V>& c, const F& f) {
+  for (std::int64_t i = 0; i < c.rows; ++i) {
+    const auto k = static_cast<std::int64_t>(c.index[static_cast<std::size_t>(i)]);
+    if (k < 0 || k >= c.out_rows) continue;
+    for (std::int64_t j = 0; j < c.cols; ++j)
+      f(static_cast<std::size_t>(k * c.out_stride + j), to_long_double(c.at(i, j)));
+  }
+}
+
 /// What index_add must leave in out: each reached element combined in long
 /// double with its rows (plus: the sum; minimum/maximum: NaN if any is NaN,
 /// else the extremum); unreached elements and gaps as they were. Also the
@@ -209,25 +221,19 @@ struct reference {
       value[e] = to_long_double(c.out[e]);
       magnitude[e] = std::fabs(value[e]);
     }
-    for (std::int64_t i = 0; i < c.rows; ++i) {
-      const auto k = static_cast<std::int64_t>(c.index[static_cast<std::size_t>(i)]);
-      if (k < 0 || k >= c.out_rows) continue;
-      for (std::int64_t j = 0; j < c.cols; ++j) {
-        const auto e = static_cast<std::size_t>(k * c.out_stride + j);
-        const long double v = to_long_double(c.at(i, j));
-        reached[e] = true;
-        ++count[e];
-        magnitude[e] += std::fabs(v);
-        if constexpr (std::is_same_v<Op, plus>) {
-          value[e] += v;
-        } else {
-          long double& r = value[e];
-          if (std::isnan(r) || std::isnan(v)) r = std::numeric_limits<long double>::quiet_NaN();
-          else if constexpr (std::is_same_v<Op, minimum>) r = std::min(r, v);
-          else r = std::max(r, v);
-        }
+    for_each_landing(c, [&](std::size_t e, long double v) {
+      reached[e] = true;
+      ++count[e];
+      magnitude[e] += std::fabs(v);
+      if constexpr (std::is_same_v<Op, plus>) {
+        value[e] += v;
+      } else {
+        long double& r = value[e];
+        if (std::isnan(r) || std::isnan(v)) r = std::numeric_limits<long double>::quiet_NaN();
+        else if constexpr (std::is_same_v<Op, minimum>) r = std::min(r, v);
+        else r = std::max(r, v);
       }
-    }
+    });
   }
 };
 
@@ -250,6 +256,19 @@ template <class I, class V, class Op>
     if (!ref.reached[e] && std::memcmp(&got[e], &c.out[e], sizeof(V)) != 0)
       return ::testing::AssertionFailure() << "out element " << e << ", reached by no row, changed";
   return ::testing::AssertionSuccess();
+}
+
+/// Resets d's output to the case's, runs the case on it, and returns the
+/// output read back, having checked that the guards around it and the gaps
+/// between its rows are intact.
+template <class Side, class I, class V, class Op>
+std::vector<V> run_and_read(device_case<I, V>& d, const row_case<I, V>& c, Op op, const index_add_options& opts) {
+  d.reset(c);
+  run_case<Side>(d, c, op, opts);
+  std::vector<V> got = d.out.read();
+  EXPECT_TRUE(d.out.guards_intact());
+  EXPECT_TRUE(gaps_intact(c, got));
+  return got;
 }
 
 }  // namespace tally::testing
