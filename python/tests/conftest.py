@@ -16,15 +16,18 @@ def _gpu_required():
     return os.environ.get("TALLY_REQUIRE_GPU", "0") not in ("", "0")
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: a GPU test (gpu_peers.GPU_MODULE); fails instead of skipping under TALLY_REQUIRE_GPU=1")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """Under TALLY_REQUIRE_GPU=1 (scripts/gpu-check) a GPU test that skips --
+    """Under TALLY_REQUIRE_GPU=1 (scripts/gpu-check) a test marked gpu that skips --
     no usable GPU, PyTorch or CuPy missing -- fails instead, as the C++ suite's
     GPU tests do: GPU coverage cannot vanish quietly."""
     outcome = yield
     report = outcome.get_result()
-    name = item.path.name
-    if report.skipped and _gpu_required() and (name.startswith("test_gpu") or name.endswith("_gpu.py")):
+    if report.skipped and _gpu_required() and item.get_closest_marker("gpu") is not None:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"GPU test not run under TALLY_REQUIRE_GPU=1: {reason}"

@@ -8,9 +8,9 @@ import pytest
 
 import tally
 
-from gpu_peers import cupy, needs_cupy, needs_gpu, needs_torch, torch
+from gpu_peers import GPU_MODULE, cupy, needs_cupy, needs_torch, torch
 
-pytestmark = needs_gpu
+pytestmark = GPU_MODULE
 
 
 def bits(v):
