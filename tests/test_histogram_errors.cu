@@ -313,7 +313,7 @@ TYPED_TEST(HistogramErrorsGpu, HostPointersAreRejectedNamingTheArgument) {
   EXPECT_EQ(got[5], n);
 }
 
-TYPED_TEST(HistogramErrorsGpu, AFailedCudaCallOfTheCallerDoesNotFailTheNextCall) {
+TYPED_TEST(HistogramErrorsGpu, ProvokedCudaErrorOfTheCallerDoesNotFailTheNextCall) {
   const std::int64_t n = 1000, bins = 10;
   guarded<double> samples(true, n);
   samples.write(std::vector<double>(n, 0.25));
