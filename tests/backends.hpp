@@ -67,6 +67,14 @@ inline bool gpu_required() {
   return s != nullptr && *s != '\0' && std::strcmp(s, "0") != 0;
 }
 
+/// True when TALLY_UNDER_SANITIZER is set (and not "0"); scripts/gpu-check sets it for
+/// its compute-sanitizer runs. The tools slow kernels 10-100x, so tests whose larger
+/// cases add volume but no code path then keep to their smaller ones.
+inline bool under_sanitizer() {
+  const char* s = std::getenv("TALLY_UNDER_SANITIZER");
+  return s != nullptr && *s != '\0' && std::strcmp(s, "0") != 0;
+}
+
 }  // namespace tally::testing
 
 /// Ends the current GPU test (in a test body or SetUp) with `reason`: a skip,
