@@ -6,7 +6,8 @@
 // automatic strategy (warp-aggregated rows), forced plain atomics (one atomic
 // per element, what a straightforward kernel does) and the deterministic
 // mode, in f32, bf16 and f64. PyTorch and CuPy are timed on the same problems
-// by python/bench/bench_torch.py.
+// by python/bench/bench_torch.py. A row whose one call takes over 100 ms is
+// timed with few calls, over 2 s not run (both said in its note).
 //
 // Every value is -1, 0 or 1, so each output element's exact sum is an integer
 // the host computes in int64. A float or double element whose addends are
@@ -151,6 +152,12 @@ bench::check compare_rows(const std::vector<V>& got, const problem& p, bool roun
                             static_cast<double>(wrong), 0);
 }
 
+/// A row whose one call takes longer is timed with few calls (see run()).
+inline constexpr double kSlowCallMs = 100.0;
+/// A row whose one call takes longer is not run: its trials alone would
+/// take most of the benchmark's budget.
+inline constexpr double kSkipCallMs = 2000.0;
+
 class scatter_bench {
  public:
   explicit scatter_bench(const scatter_settings& s) : s_(s) {}
@@ -177,6 +184,11 @@ class scatter_bench {
     bench::owned_stream owned;
     const cudaStream_t stream = owned.get();
     auto h = bench::gpu_harness(report_, stream, s_.common.trials);
+    // Rows whose one call takes over kSlowCallMs (plain atomics on a hot row
+    // collapse under contention: bf16 takes seconds) are timed with one
+    // warm-up call and three trials of one call each, so that the benchmark
+    // ends in its time budget; trial_ms 0.01 makes every trial one call.
+    auto slow = bench::gpu_harness(report_, stream, bench::trial_settings{3, 0.01, 1});
     std::mt19937_64 rng(seed);
     bench::warm_up_clocks();
     try {
@@ -188,9 +200,9 @@ class scatter_bench {
           TALLY_CUDA(cudaMemcpy(index.data(), p.index.data(), static_cast<std::size_t>(n) * sizeof(std::int64_t),
                                 cudaMemcpyHostToDevice));
           for (const std::string& type : s_.types) {
-            if (type == "f32") rows_of<float>(h, p, index.data(), stream);
-            else if (type == "f64") rows_of<double>(h, p, index.data(), stream);
-            else rows_of<__nv_bfloat16>(h, p, index.data(), stream);
+            if (type == "f32") rows_of<float>(h, slow, p, index.data(), stream);
+            else if (type == "f64") rows_of<double>(h, slow, p, index.data(), stream);
+            else rows_of<__nv_bfloat16>(h, slow, p, index.data(), stream);
           }
         }
     } catch (const bench::device_lost& e) {
@@ -201,8 +213,33 @@ class scatter_bench {
   }
 
  private:
+  /// One call's time in ms (after `reset`), by CUDA events: whether a row
+  /// needs the slow harness, or cannot be run in the budget at all.
+  static double one_call_ms(const bench::peer& peer, cudaStream_t stream) {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    TALLY_CUDA(cudaEventCreate(&start));
+    TALLY_CUDA(cudaEventCreate(&stop));
+    float ms = 0;
+    try {
+      peer.reset();
+      TALLY_CUDA(cudaEventRecord(start, stream));
+      peer.run();
+      TALLY_CUDA(cudaEventRecord(stop, stream));
+      TALLY_CUDA(cudaEventSynchronize(stop));
+      TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    } catch (...) {
+      cudaEventDestroy(start);
+      cudaEventDestroy(stop);
+      throw;
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    return static_cast<double>(ms);
+  }
+
   template <class V>
-  void rows_of(bench::harness& h, const problem& p, const std::int64_t* index, cudaStream_t stream) {
+  void rows_of(bench::harness& h, bench::harness& slow, const problem& p, const std::int64_t* index,
+               cudaStream_t stream) {
     const std::int64_t count = p.n * p.width, out_count = p.out_rows * p.width;
     std::vector<V> host(static_cast<std::size_t>(count));
     for (std::int64_t e = 0; e < count; ++e)
@@ -230,7 +267,19 @@ class scatter_bench {
       peer.reset = [=] { TALLY_CUDA(cudaMemsetAsync(o, 0, static_cast<std::size_t>(out_count) * sizeof(V), stream)); };
       peer.run = [=] { tally::index_add(gpu, index, s, n, width, o, out_rows, plus{}, opts); };
       peer.verify = [=, &p] { return compare_rows(bench::read_back(o, out_count, stream), p, deterministic); };
-      bench::measure(h, peer, proto);
+      const double ms = one_call_ms(peer, stream);
+      if (ms > kSkipCallMs) {
+        bench::add_not_run(report_, proto, name,
+                           "one call took " + std::to_string(static_cast<long long>(ms)) + " ms (over " +
+                               std::to_string(static_cast<long long>(kSkipCallMs)) +
+                               " ms: atomic contention on the hot row)");
+        return;
+      }
+      row proto_slow = proto;
+      if (ms > kSlowCallMs)
+        proto_slow.note = "one call " + std::to_string(static_cast<long long>(ms)) +
+                          " ms: timed as 1 warm-up and 3 trials of one call";
+      bench::measure(ms > kSlowCallMs ? slow : h, peer, proto_slow);
     };
     add("tally", histogram_strategy::automatic, false);
     add("tally plain atomics", histogram_strategy::plain_atomics, false);
