@@ -273,6 +273,36 @@ TYPED_TEST(Cg, PipelinedConvergesToTheTrueResidual) {
   check(float{}, 1e-6);
 }
 
+// f32 pipelined recurrences drift until their p·Ap turns non-positive on an SPD
+// matrix (27-point Poisson, g = 64: at iteration 80, true residual 0.23). Left
+// to itself (no periodic replacement: interval past the limit) the solve
+// restarts from the true residual there instead of reporting a breakdown; with
+// the default f32 interval it never drifts that far. Both converge to the
+// tolerance on the true residual, computed independently.
+TYPED_TEST(Cg, PipelinedF32RecoversFromItsRecurrencesDrift) {
+  SCOPED_TRACE(this->rng.trace());
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(64);
+  const auto b = random_rhs(a, this->rng);
+  const std::vector<float> x0(b.size(), 0.0f);
+  sv::cg_options o;
+  const auto standard = solve_on<TypeParam>(a, b, x0, o);
+  ASSERT_EQ(standard.result.status, sv::cg_status::converged);
+  o.pipelined = true;
+  for (const std::int64_t interval : {std::int64_t{0}, std::int64_t{100000}}) {
+    SCOPED_TRACE("true_residual_interval " + std::to_string(interval));
+    o.true_residual_interval = interval;
+    const auto pipelined = solve_on<TypeParam>(a, b, x0, o);
+    ASSERT_EQ(pipelined.result.status, sv::cg_status::converged) << sv::describe(pipelined.result.status);
+    const long double truth = reference_relative_residual(a, b, pipelined.x);
+    EXPECT_LE(truth, o.rtol * 1.01);
+    EXPECT_NEAR(pipelined.result.relative_residual, static_cast<double>(truth), 1e-3 * o.rtol);
+    // The default interval keeps it within a few iterations of plain CG; left
+    // to itself it loses the iterations before the restart.
+    if (interval == 0) EXPECT_LE(pipelined.result.iterations, standard.result.iterations + 10);
+    else EXPECT_GT(pipelined.result.iterations, standard.result.iterations + 10);
+  }
+}
+
 // Pipelined CG reports a breakdown on an indefinite matrix too.
 TYPED_TEST(Cg, PipelinedIndefiniteMatrixIsABreakdown) {
   sv::coordinate_matrix m;

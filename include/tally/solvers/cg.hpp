@@ -26,10 +26,15 @@
 // the recurrence residual drifts from the true one sooner (Cools et al., SIAM
 // J. Matrix Anal. Appl. 39, 2018). Here the stopping test is always
 // confirmed on the true residual and a failed confirmation restarts the
-// recurrences from it, so the answer meets the tolerance either way; the
-// drift shows as extra iterations (f32, 27-point Poisson, g = 24, b random:
-// 52 instead of 42; in f64 the same count). On one GPU the gain is small:
-// the barrier after the vector update remains (two barriers, one reduction).
+// recurrences from it, so the answer meets the tolerance either way. In f32
+// the recurrences drift fast enough to make p·Ap non-positive on an SPD
+// matrix (27-point Poisson, g = 64, at iteration 80): that too restarts them
+// from the true residual (a breakdown is reported only on fresh recurrences),
+// and in f32 they are restarted every 25 iterations unless
+// true_residual_interval says otherwise, which keeps the cost to a few
+// iterations (g = 31, 64, 128: 42, 76, 102 against 38, 72, 95; in f64 the
+// same count). On one GPU the gain is small: the barrier after the vector
+// update remains (two barriers, one reduction).
 //
 // GPU execution (cuda/cg.cuh) never waits for the device inside the solve.
 
@@ -67,7 +72,8 @@ struct cg_options {
   double atol = 0;
   std::int64_t max_iterations = 1000;
   /// Replace the recurrence residual by the true one every this many
-  /// iterations (0: only when the recurrence says converged).
+  /// iterations (0: only when the recurrence says converged; pipelined f32:
+  /// every 25, see above).
   std::int64_t true_residual_interval = 0;
   /// Where to write the residual history (memory of the backend's side), or
   /// null: max_iterations + 1 doubles; entry 0 is the initial true relative
