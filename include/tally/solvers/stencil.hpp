@@ -39,7 +39,8 @@ struct stencil_operator {
   /// j, each product rounded on its own (see csr_view::row_product).
   template <class Acc = Value, class Vector>
   TALLY_HD_INLINE Acc row_product(std::int64_t i, const Vector& v) const {
-    const std::int64_t x = i % g, y = (i / g) % g, z = i / (g * g);
+    std::int64_t x, y, z;
+    coordinates(i, x, y, z);
     Acc acc(0);
     bool first = true;
     auto add = [&](std::int64_t j, Acc a) {
@@ -71,6 +72,24 @@ struct stencil_operator {
       if (z + 1 < g) add(i + g * g, minus_one);
     }
     return acc;
+  }
+
+  /// Row i's grid point: i = x + g·(y + g·z). Two divisions, in 32 bits
+  /// where the grid allows: a 64-bit division is a long instruction sequence
+  /// on the GPU, and the matrix-free search does this once a row.
+  TALLY_HD_INLINE void coordinates(std::int64_t i, std::int64_t& x, std::int64_t& y, std::int64_t& z) const {
+    if (rows <= std::int64_t{0xffffffff}) {
+      const auto i32 = static_cast<std::uint32_t>(i), g32 = static_cast<std::uint32_t>(g);
+      const std::uint32_t line = i32 / g32, plane = line / g32;
+      x = static_cast<std::int64_t>(i32 - line * g32);
+      y = static_cast<std::int64_t>(line - plane * g32);
+      z = static_cast<std::int64_t>(plane);
+    } else {
+      const std::int64_t line = i / g;
+      x = i - line * g;
+      y = line % g;
+      z = line / g;
+    }
   }
 
   /// a(i, i).
