@@ -12,6 +12,40 @@
 
 namespace tally::bench {
 
+/// Two CUDA events, destroyed on every path out (a failing call throws).
+class event_pair {
+ public:
+  event_pair() {
+    TALLY_CUDA(cudaEventCreate(&start_));
+    if (const cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) {
+      cudaEventDestroy(start_);
+      TALLY_CUDA(e);
+    }
+  }
+  ~event_pair() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  event_pair(const event_pair&) = delete;
+  event_pair& operator=(const event_pair&) = delete;
+
+  /// Milliseconds of `calls` back-to-back calls of call() on `stream`,
+  /// between the two events (waits for the second).
+  template <class Call>
+  double ms(cudaStream_t stream, Call&& call, int calls = 1) {
+    TALLY_CUDA(cudaEventRecord(start_, stream));
+    for (int i = 0; i < calls; ++i) call();
+    TALLY_CUDA(cudaEventRecord(stop_, stream));
+    TALLY_CUDA(cudaEventSynchronize(stop_));
+    float ms = 0;
+    TALLY_CUDA(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms);
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
 /// Times call() (which must queue its work on `stream`): settings.warmup
 /// calls, then a number of calls per trial chosen so that a trial lasts about
 /// settings.trial_ms, then settings.trials trials between two events each.
@@ -19,29 +53,10 @@ namespace tally::bench {
 /// does). Post: the stream is idle; per-call times in microseconds.
 template <class Call>
 timing time_calls(cudaStream_t stream, Call&& call, const trial_settings& settings) {
-  cudaEvent_t start = nullptr, stop = nullptr;
-  TALLY_CUDA(cudaEventCreate(&start));
-  TALLY_CUDA(cudaEventCreate(&stop));
-  // Destroys the events on every path out (a failing call throws).
-  struct events_guard {
-    cudaEvent_t a, b;
-    ~events_guard() {
-      cudaEventDestroy(a);
-      cudaEventDestroy(b);
-    }
-  } guard{start, stop};
+  event_pair events;
   for (int i = 0; i < settings.warmup; ++i) call();
   TALLY_CUDA(cudaStreamSynchronize(stream));
-  // Milliseconds for `calls` back-to-back calls between two events.
-  auto batch_ms = [&](int calls) {
-    TALLY_CUDA(cudaEventRecord(start, stream));
-    for (int i = 0; i < calls; ++i) call();
-    TALLY_CUDA(cudaEventRecord(stop, stream));
-    TALLY_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    return static_cast<double>(ms);
-  };
+  auto batch_ms = [&](int calls) { return events.ms(stream, call, calls); };
   // Calibration: grow the batch ×4 until it lasts a quarter trial, then scale.
   int calls = 1;
   for (;;) {

@@ -36,6 +36,7 @@
 #include "gpu_harness.cuh"
 #include "output.hpp"
 #include "run_info.hpp"
+#include "timing.cuh"
 #include "tally/tally.hpp"
 
 namespace tally::cli {
@@ -216,25 +217,9 @@ class scatter_bench {
   /// One call's time in ms (after `reset`), by CUDA events: whether a row
   /// needs the slow harness, or cannot be run in the budget at all.
   static double one_call_ms(const bench::peer& peer, cudaStream_t stream) {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    TALLY_CUDA(cudaEventCreate(&start));
-    TALLY_CUDA(cudaEventCreate(&stop));
-    float ms = 0;
-    try {
-      peer.reset();
-      TALLY_CUDA(cudaEventRecord(start, stream));
-      peer.run();
-      TALLY_CUDA(cudaEventRecord(stop, stream));
-      TALLY_CUDA(cudaEventSynchronize(stop));
-      TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    } catch (...) {
-      cudaEventDestroy(start);
-      cudaEventDestroy(stop);
-      throw;
-    }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return static_cast<double>(ms);
+    bench::event_pair events;
+    peer.reset();
+    return events.ms(stream, peer.run);
   }
 
   template <class V>

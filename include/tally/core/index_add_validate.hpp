@@ -10,6 +10,7 @@
 #include "tally/core/error.hpp"
 #include "tally/core/fixed_point.hpp"
 #include "tally/core/histogram_options.hpp"
+#include "tally/core/scatter_validate.hpp"
 
 namespace tally::detail {
 
@@ -62,25 +63,13 @@ void check_disjoint(const char* argument, const A* a, std::int64_t a_elements, c
                              ") (the rows in range were applied)");
 }
 
-/// The error for a src value outside the fixed-point contract
-/// (histogram_options::deterministic, with n = rows).
-[[noreturn]] inline void throw_src_fixed_point_range(const histogram_options& opts, std::int64_t rows) {
-  if (opts.fixed_point_bits == kDeriveFixedPointScale)
-    throw_invalid_argument(kIndexAdd, "src", "holds NaN or inf in a row that lands in out (deterministic mode)");
-  throw_invalid_argument(kIndexAdd, "src",
-                         "holds NaN, inf, or a value whose |v|*2^" + std::to_string(opts.fixed_point_bits) +
-                             " reaches 2^" + std::to_string(fixed_point_headroom_bits(rows)) +
-                             " in a row that lands in out (deterministic mode could overflow; give a smaller "
-                             "fixed_point_bits)");
-}
-
 /// Throws the errors a call found in its data after applying the rows that
 /// were fine: a bad index first (position >= 0, `index` its value), then a
 /// bad deterministic value. Nothing when both are absent.
 inline void throw_index_add_data_errors(const histogram_options& opts, std::int64_t position, long long index,
                                         std::int64_t out_rows, bool bad_value, std::int64_t rows) {
   if (position >= 0) throw_bad_row_index(position, index, out_rows);
-  if (bad_value) throw_src_fixed_point_range(opts, rows);
+  if (bad_value) throw_fixed_point_range(kIndexAdd, opts, rows, "src", "a row that lands in out");
 }
 
 }  // namespace tally::detail

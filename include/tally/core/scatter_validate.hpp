@@ -74,15 +74,19 @@ inline void check_errors_option(const char* function, const histogram_options& o
     throw_invalid_argument(function, "options.errors", "is given but the checks are off (check_mode::unchecked)");
 }
 
-/// The error for a value outside the fixed-point contract (histogram_options::deterministic).
-[[noreturn]] inline void throw_fixed_point_range(const char* function, const histogram_options& opts, std::int64_t n) {
+/// The error for a value outside the fixed-point contract
+/// (histogram_options::deterministic) among n addends: `argument` names the
+/// array and `where` the values that count ("an element that lands in a bin").
+[[noreturn]] inline void throw_fixed_point_range(const char* function, const histogram_options& opts, std::int64_t n,
+                                                 const char* argument = "value",
+                                                 const char* where = "an element that lands in a bin") {
   if (opts.fixed_point_bits == kDeriveFixedPointScale)
-    throw_invalid_argument(function, "value", "holds NaN or inf in an element that lands in a bin (deterministic mode)");
-  throw_invalid_argument(function, "value",
+    throw_invalid_argument(function, argument,
+                           std::string("holds NaN or inf in ") + where + " (deterministic mode)");
+  throw_invalid_argument(function, argument,
                          "holds NaN, inf, or a value whose |v|*2^" + std::to_string(opts.fixed_point_bits) +
-                             " reaches 2^" + std::to_string(fixed_point_headroom_bits(n)) +
-                             " in an element that lands in a bin (deterministic mode could overflow; give a "
-                             "smaller fixed_point_bits)");
+                             " reaches 2^" + std::to_string(fixed_point_headroom_bits(n)) + " in " + where +
+                             " (deterministic mode could overflow; give a smaller fixed_point_bits)");
 }
 
 /// The error for a scatter index out of range.

@@ -119,6 +119,31 @@ histogram_strategy scatter_slices(const gpu_backend& gpu, const Items& items, st
   return plan.strategy;
 }
 
+/// What a checked call recorded in its error words.
+struct recorded_errors {
+  std::int64_t position;  ///< the first element (row) with a bad index, or -1
+  long long index;        ///< that element's index (when position >= 0)
+  bool fixed_point_bad;   ///< a value broke the fixed-point contract
+};
+
+/// Reads the error words back (waiting for the stream) and leaves them zero;
+/// `index` (device memory, n entries) gives the bad element's index.
+template <class Index>
+recorded_errors read_recorded_errors(const gpu_backend& gpu, hk::error_words* words, const Index* index,
+                                     std::int64_t n) {
+  hk::error_words seen{};
+  TALLY_CUDA(cudaMemcpyAsync(&seen, words, sizeof(seen), cudaMemcpyDeviceToHost, gpu.stream));
+  TALLY_CUDA(cudaMemsetAsync(words, 0, sizeof(*words), gpu.stream));
+  TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
+  const std::int64_t position = seen.bad_position != 0 ? n - static_cast<std::int64_t>(seen.bad_position) : -1;
+  Index bad_index{};
+  if (position >= 0) {
+    TALLY_CUDA(cudaMemcpyAsync(&bad_index, index + position, sizeof(bad_index), cudaMemcpyDeviceToHost, gpu.stream));
+    TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
+  }
+  return {position, static_cast<long long>(bad_index), seen.fixed.bad != 0};
+}
+
 /// Ends a call that may have recorded errors in the error words: checked
 /// calls report them (into opts.errors on the device, or by reading them
 /// back and throwing), and every call leaves the words zero.
@@ -137,17 +162,8 @@ void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, cons
     if (deterministic) TALLY_CUDA(cudaMemsetAsync(&words->fixed, 0, sizeof(words->fixed), gpu.stream));
     return;
   }
-  hk::error_words seen{};
-  TALLY_CUDA(cudaMemcpyAsync(&seen, words, sizeof(seen), cudaMemcpyDeviceToHost, gpu.stream));
-  TALLY_CUDA(cudaMemsetAsync(words, 0, sizeof(*words), gpu.stream));
-  TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
-  const std::int64_t position = seen.bad_position != 0 ? n - static_cast<std::int64_t>(seen.bad_position) : -1;
-  Index bad_index{};
-  if (position >= 0) {
-    TALLY_CUDA(cudaMemcpyAsync(&bad_index, index + position, sizeof(bad_index), cudaMemcpyDeviceToHost, gpu.stream));
-    TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
-  }
-  throw_data_errors(function, opts, position, static_cast<long long>(bad_index), bins, seen.fixed.bad != 0, n);
+  const recorded_errors seen = read_recorded_errors(gpu, words, index, n);
+  throw_data_errors(function, opts, seen.position, seen.index, bins, seen.fixed_point_bad, n);
 }
 
 /// A checked call that reads its error words back waits for the stream,

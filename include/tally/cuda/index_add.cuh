@@ -54,18 +54,8 @@ void finish_reports(const gpu_backend& gpu, kernels::histogram::error_words* wor
     if (deterministic) TALLY_CUDA(cudaMemsetAsync(&words->fixed, 0, sizeof(words->fixed), gpu.stream));
     return;
   }
-  hk::error_words seen{};
-  TALLY_CUDA(cudaMemcpyAsync(&seen, words, sizeof(seen), cudaMemcpyDeviceToHost, gpu.stream));
-  TALLY_CUDA(cudaMemsetAsync(words, 0, sizeof(*words), gpu.stream));
-  TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
-  const std::int64_t position = seen.bad_position != 0 ? p.rows - static_cast<std::int64_t>(seen.bad_position) : -1;
-  I bad_index{};
-  if (position >= 0) {
-    TALLY_CUDA(cudaMemcpyAsync(&bad_index, p.index + position, sizeof(bad_index), cudaMemcpyDeviceToHost, gpu.stream));
-    TALLY_CUDA(cudaStreamSynchronize(gpu.stream));
-  }
-  throw_index_add_data_errors(opts, position, static_cast<long long>(bad_index), p.out_rows, seen.fixed.bad != 0,
-                              p.rows);
+  const auto seen = gpu_histogram::read_recorded_errors(gpu, words, p.index, p.rows);
+  throw_index_add_data_errors(opts, seen.position, seen.index, p.out_rows, seen.fixed_point_bad, p.rows);
 }
 
 /// After a call failed part-way: its error words back to zero (best effort:

@@ -47,6 +47,23 @@ __device__ __forceinline__ void load_chunk(const V* row, int count, V (&v)[kChun
   }
 }
 
+/// A thread's grid-stride walk over the elements of a rows × cols matrix in
+/// row-major order: (row, col) of its element, advanced by the grid's step
+/// without dividing again. Pre: cols > 0, element < rows·cols.
+struct element_walk {
+  std::int64_t row, col, drow, dcol, cols;
+  __device__ element_walk(std::int64_t element, std::int64_t step, std::int64_t cols_)
+      : row(element / cols_), col(element - row * cols_), drow(step / cols_), dcol(step - drow * cols_), cols(cols_) {}
+  __device__ __forceinline__ void advance() {
+    row += drow;
+    col += dcol;
+    if (col >= cols) {
+      col -= cols;
+      ++row;
+    }
+  }
+};
+
 /// Loaded values as they are, in the accumulator type Acc (float for half
 /// and bfloat16).
 template <class Acc>

@@ -25,20 +25,11 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   unsigned long long largest = 0;
-  if (e < total) {
-    std::int64_t i = e / p.cols, j = e - i * p.cols;
-    const std::int64_t di = step / p.cols, dj = step - di * p.cols;
-    for (; e < total; e += step) {
-      const double v = fabs(convert<double>(p.src[i * p.src_stride + j]));
+  if (e < total)
+    for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
+      const double v = fabs(convert<double>(p.src[at.row * p.src_stride + at.col]));
       if (isfinite(v)) largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
-      i += di;
-      j += dj;
-      if (j >= p.cols) {
-        j -= p.cols;
-        ++i;
-      }
     }
-  }
   // Non-negative doubles order like their bit patterns.
   for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(kFull, largest, offset));
   if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
@@ -71,9 +62,8 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= total) return;
-  std::int64_t slot = e / p.cols, j = e - slot * p.cols;
-  const std::int64_t dslot = step / p.cols, dj = step - dslot * p.cols;
-  for (; e < total; e += step) {
+  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
+    const std::int64_t slot = at.row, j = at.col;
     std::int64_t key = slot;
     bool live;
     if (slot_of) {
@@ -85,12 +75,6 @@ __global__ void __launch_bounds__(kThreads)
     if (live) {
       V* o = out + key * p.out_stride + j;
       *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[slot * p.cols + j], s));
-    }
-    slot += dslot;
-    j += dj;
-    if (j >= p.cols) {
-      j -= p.cols;
-      ++slot;
     }
   }
 }

@@ -22,22 +22,14 @@ __global__ void __launch_bounds__(kThreads) plain_atomics_kernel(::tally::detail
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= total) return;
-  // (i, j) of element e, advanced by the grid's step without dividing again.
-  std::int64_t i = e / p.cols, j = e - i * p.cols;
-  const std::int64_t di = step / p.cols, dj = step - di * p.cols;
-  for (; e < total; e += step) {
+  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
+    const std::int64_t i = at.row, j = at.col;
     const auto key = static_cast<std::int64_t>(p.index[i]);
     if (key >= 0 && key < p.out_rows) {
       if (j == 0) sink.touch(key);
       sink.add(key, j, values(p.src[i * p.src_stride + j]));
     } else if (j == 0) {
       report.record(i);
-    }
-    i += di;
-    j += dj;
-    if (j >= p.cols) {
-      j -= p.cols;
-      ++i;
     }
   }
 }
