@@ -4,12 +4,12 @@
 // a call that must write nothing, shows.
 #pragma once
 
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstring>
 #include <vector>
-
-#include <cuda_runtime.h>
-#include <gtest/gtest.h>
 
 #include "tally/cuda/check.cuh"
 
@@ -22,24 +22,32 @@ class guarded {
 
   guarded(bool on_gpu, std::size_t n) : on_gpu_(on_gpu), n_(n) {
     const std::size_t bytes = (n + 2 * kGuard) * sizeof(T);
-    if (on_gpu_) TALLY_CUDA(cudaMalloc(&raw_, bytes));
-    else raw_ = ::operator new(bytes);
-    if (on_gpu_) TALLY_CUDA(cudaMemset(raw_, 0xA5, bytes));
-    else std::memset(raw_, 0xA5, bytes);
+    if (on_gpu_)
+      TALLY_CUDA(cudaMalloc(&raw_, bytes));
+    else
+      raw_ = ::operator new(bytes);
+    if (on_gpu_)
+      TALLY_CUDA(cudaMemset(raw_, 0xA5, bytes));
+    else
+      std::memset(raw_, 0xA5, bytes);
   }
   guarded(const guarded&) = delete;
   guarded& operator=(const guarded&) = delete;
   ~guarded() {
-    if (on_gpu_) cudaFree(raw_);
-    else ::operator delete(raw_);
+    if (on_gpu_)
+      cudaFree(raw_);
+    else
+      ::operator delete(raw_);
   }
 
   T* data() { return static_cast<T*>(raw_) + kGuard; }
   std::size_t size() const { return n_; }
 
   void write(const std::vector<T>& body) {
-    if (on_gpu_) TALLY_CUDA(cudaMemcpy(data(), body.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
-    else std::memcpy(static_cast<void*>(data()), body.data(), n_ * sizeof(T));
+    if (on_gpu_)
+      TALLY_CUDA(cudaMemcpy(data(), body.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    else
+      std::memcpy(static_cast<void*>(data()), body.data(), n_ * sizeof(T));
   }
   /// Every byte, guards included.
   std::vector<unsigned char> bytes() const {

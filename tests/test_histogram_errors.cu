@@ -5,8 +5,8 @@
 // rejected one (or after a failed CUDA call of the caller's) works; and
 // histogram_even bins by NumPy's edges, against a reference written here.
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
@@ -48,14 +48,15 @@ TYPED_TEST(HistogramErrors, EveryBadArgumentIsNamedAndLeavesTheCountsUntouched) 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (const auto& opts : every_mode()) {
     const std::string mode = describe(opts);
-    expect_rejected([&] { tally::histogram_even(b, static_cast<const double*>(nullptr), n, bins, 0.0, 1.0, counts.data(), opts); },
-                    counts, "histogram_even", "samples", mode);
+    expect_rejected(
+        [&] { tally::histogram_even(b, static_cast<const double*>(nullptr), n, bins, 0.0, 1.0, counts.data(), opts); },
+        counts, "histogram_even", "samples", mode);
     expect_rejected([&] { tally::histogram_even(b, x, n, bins, 0.0, 1.0, static_cast<double*>(nullptr), opts); },
                     counts, "histogram_even", "counts", mode);
     expect_rejected([&] { tally::histogram_even(b, x, -1, bins, 0.0, 1.0, counts.data(), opts); }, counts,
                     "histogram_even", "n", mode);
-    expect_rejected([&] { tally::histogram_even(b, x, n, 0, 0.0, 1.0, counts.data(), opts); }, counts,
-                    "histogram_even", "bins", mode);
+    expect_rejected([&] { tally::histogram_even(b, x, n, 0, 0.0, 1.0, counts.data(), opts); }, counts, "histogram_even",
+                    "bins", mode);
     expect_rejected([&] { tally::histogram_even(b, x, n, bins, 1.0, 1.0, counts.data(), opts); }, counts,
                     "histogram_even", "lo", mode);
     expect_rejected([&] { tally::histogram_even(b, x, n, bins, nan, 1.0, counts.data(), opts); }, counts,
@@ -72,11 +73,13 @@ TYPED_TEST(HistogramErrors, EveryBadArgumentIsNamedAndLeavesTheCountsUntouched) 
     // Counts overlapping the samples or the weights.
     expect_rejected([&] { tally::histogram_even(b, x, n, bins, 0.0, 1.0, samples.data() + 5, opts); }, counts,
                     "histogram_even", "counts", mode);
+    expect_rejected([&] { tally::histogram_even_weighted(b, x, w, n, bins, 0.0, 1.0, weights.data() + 5, opts); },
+                    counts, "histogram_even_weighted", "counts", mode);
     expect_rejected(
-        [&] { tally::histogram_even_weighted(b, x, w, n, bins, 0.0, 1.0, weights.data() + 5, opts); }, counts,
-        "histogram_even_weighted", "counts", mode);
-    expect_rejected(
-        [&] { tally::histogram_even_weighted(b, x, static_cast<const double*>(nullptr), n, bins, 0.0, 1.0, counts.data(), opts); },
+        [&] {
+          tally::histogram_even_weighted(b, x, static_cast<const double*>(nullptr), n, bins, 0.0, 1.0, counts.data(),
+                                         opts);
+        },
         counts, "histogram_even_weighted", "weights", mode);
     const double unsorted[] = {0.0, 0.5, 0.25, 1.0};
     expect_rejected([&] { tally::histogram_range(b, x, n, unsorted, 4, counts.data(), opts); }, counts,
@@ -84,8 +87,8 @@ TYPED_TEST(HistogramErrors, EveryBadArgumentIsNamedAndLeavesTheCountsUntouched) 
     expect_rejected([&] { tally::histogram_range(b, x, n, unsorted, 1, counts.data(), opts); }, counts,
                     "histogram_range", "num_levels", mode);
     expect_rejected(
-        [&] { tally::histogram_range(b, x, n, static_cast<const double*>(nullptr), 4, counts.data(), opts); },
-        counts, "histogram_range", "levels", mode);
+        [&] { tally::histogram_range(b, x, n, static_cast<const double*>(nullptr), 4, counts.data(), opts); }, counts,
+        "histogram_range", "levels", mode);
     tally::histogram_options bad_bits = opts;
     bad_bits.deterministic = true;
     bad_bits.fixed_point_bits = 2000;
@@ -95,8 +98,8 @@ TYPED_TEST(HistogramErrors, EveryBadArgumentIsNamedAndLeavesTheCountsUntouched) 
     unchecked_errors.checks = tally::check_mode::unchecked;
     auto* record = reinterpret_cast<tally::scatter_errors*>(counts.data());  // never written: rejected first
     unchecked_errors.errors = record;
-    expect_rejected([&] { tally::histogram_even(b, x, n, bins, 0.0, 1.0, counts.data(), unchecked_errors); },
-                    counts, "histogram_even", "options.errors", mode);
+    expect_rejected([&] { tally::histogram_even(b, x, n, bins, 0.0, 1.0, counts.data(), unchecked_errors); }, counts,
+                    "histogram_even", "options.errors", mode);
   }
 }
 
@@ -113,8 +116,9 @@ TYPED_TEST(HistogramErrors, AValidCallRightAfterARejectedOneCountsCorrectly) {
   for (auto s : kAllStrategies) {
     tally::histogram_options opts;
     opts.strategy = s;
-    expect_invalid([&] { tally::histogram_even(S::backend(), samples.data(), n, bins, 3.0, -2.0, counts.data(), opts); },
-                   {"tally::histogram_even", "'lo'"});
+    expect_invalid(
+        [&] { tally::histogram_even(S::backend(), samples.data(), n, bins, 3.0, -2.0, counts.data(), opts); },
+        {"tally::histogram_even", "'lo'"});
     tally::histogram_even(S::backend(), samples.data(), n, bins, -2.0, 3.0, counts.data(), opts);
     EXPECT_EQ(counts.read(), expected) << tally::to_string(s);
     EXPECT_TRUE(counts.guards_intact()) << tally::to_string(s);
@@ -133,8 +137,10 @@ std::int64_t numpy_bin(double x, std::int64_t bins, double lo, double hi) {
   };
   while (high - low > 1) {
     const std::int64_t mid = (low + high) / 2;
-    if (edge(mid) <= x) low = mid;
-    else high = mid;
+    if (edge(mid) <= x)
+      low = mid;
+    else
+      high = mid;
   }
   return low;
 }
@@ -249,9 +255,12 @@ TYPED_TEST(HistogramErrors, DeterministicModeNeverInspectsTheWeightsOfIgnoredSam
     tally::histogram_options opts;
     opts.deterministic = true;
     opts.strategy = s;
-    expect_invalid([&] {
-      tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), n, bins, 0.0, 1.0, counts.data(), opts);
-    }, {"tally::histogram_even_weighted", "'value'"});
+    expect_invalid(
+        [&] {
+          tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), n, bins, 0.0, 1.0, counts.data(),
+                                         opts);
+        },
+        {"tally::histogram_even_weighted", "'value'"});
     const auto got = counts.read();
     for (std::int64_t k = 0; k < bins; ++k) EXPECT_EQ(got[k], static_cast<double>(want[k])) << tally::to_string(s);
     EXPECT_TRUE(counts.guards_intact());
@@ -294,14 +303,19 @@ TYPED_TEST(HistogramErrorsGpu, HostPointersAreRejectedNamingTheArgument) {
   guarded<double> dcounts(true, bins);
   for (const auto& opts : every_mode()) {
     const std::string mode = describe(opts);
-    expect_rejected([&] { tally::histogram_even(tally::gpu, host_samples.data(), n, bins, 0.0, 1.0, counts.data(), opts); },
-                    counts, "histogram_even", "samples", mode);
-    expect_rejected([&] {
-      tally::histogram_even_weighted(tally::gpu, samples.data(), host_weights.data(), n, bins, 0.0, 1.0, dcounts.data(), opts);
-    }, dcounts, "histogram_even_weighted", "weights", mode);
+    expect_rejected(
+        [&] { tally::histogram_even(tally::gpu, host_samples.data(), n, bins, 0.0, 1.0, counts.data(), opts); }, counts,
+        "histogram_even", "samples", mode);
+    expect_rejected(
+        [&] {
+          tally::histogram_even_weighted(tally::gpu, samples.data(), host_weights.data(), n, bins, 0.0, 1.0,
+                                         dcounts.data(), opts);
+        },
+        dcounts, "histogram_even_weighted", "weights", mode);
     const auto before = host_counts;
-    expect_invalid([&] { tally::histogram_even(tally::gpu, samples.data(), n, bins, 0.0, 1.0, host_counts.data(), opts); },
-                   {"tally::histogram_even", "'counts'"});
+    expect_invalid(
+        [&] { tally::histogram_even(tally::gpu, samples.data(), n, bins, 0.0, 1.0, host_counts.data(), opts); },
+        {"tally::histogram_even", "'counts'"});
     EXPECT_EQ(host_counts, before);
     const double levels[] = {0.0, 0.25, 0.5, 1.0};  // host by design: accepted
     expect_rejected([&] { tally::histogram_range(tally::gpu, host_samples.data(), n, levels, 4, counts.data(), opts); },

@@ -48,9 +48,9 @@ TYPED_TEST(ReduceErrors, NullOutput) {
   expect_invalid(
       [&] { tally::reduce(S::backend(), static_cast<const double*>(x.data()), 16, static_cast<double*>(nullptr)); },
       {"tally::reduce", "'out'", "null"});
-  expect_invalid([&] {
-    tally::reduce(S::backend(), static_cast<const double*>(x.data()), 0, static_cast<double*>(nullptr));
-  }, {"tally::reduce", "'out'"});
+  expect_invalid(
+      [&] { tally::reduce(S::backend(), static_cast<const double*>(x.data()), 0, static_cast<double*>(nullptr)); },
+      {"tally::reduce", "'out'"});
 }
 
 TYPED_TEST(ReduceErrors, OutputOverlapsInput) {
@@ -94,9 +94,12 @@ TYPED_TEST(ReduceErrors, SecondInputAndOptionsAreChecked) {
   expect_invalid([&] { tally::reduce(S::backend(), p, 16, out.data(), maximum{}, compensated); },
                  {"tally::reduce", "'options.sum'"});
   buffer<std::int32_t> ints(S::on_gpu, 16), int_out(S::on_gpu, 1);
-  expect_invalid([&] {
-    tally::reduce(S::backend(), static_cast<const std::int32_t*>(ints.data()), 16, int_out.data(), plus{}, compensated);
-  }, {"tally::reduce", "'options.sum'"});
+  expect_invalid(
+      [&] {
+        tally::reduce(S::backend(), static_cast<const std::int32_t*>(ints.data()), 16, int_out.data(), plus{},
+                      compensated);
+      },
+      {"tally::reduce", "'options.sum'"});
   expect_untouched(out);
 }
 
@@ -117,8 +120,9 @@ TYPED_TEST(ReduceHostMemory, HostPointersAreRejected) {
                    {"tally::reduce", "'x'", "host"});
     expect_invalid([&] { tally::reduce(S::backend(), static_cast<const float*>(x.data()), 1000, host_p); },
                    {"tally::reduce", "'out'", "host"});
-    expect_invalid([&] { tally::dot(S::backend(), static_cast<const float*>(x.data()), host_x.data(), 1000, out.data()); },
-                   {"tally::", "'y'", "host"});
+    expect_invalid(
+        [&] { tally::dot(S::backend(), static_cast<const float*>(x.data()), host_x.data(), 1000, out.data()); },
+        {"tally::", "'y'", "host"});
     std::free(malloced);
     expect_untouched(out);
   }

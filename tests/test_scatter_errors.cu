@@ -53,9 +53,12 @@ void check_bad_indices_apply_the_rest() {
     if (Side::on_gpu && !strategy_fits(opts.strategy, kSize, 8)) continue;
     SCOPED_TRACE(describe(opts) + (sizeof(I) == 8 ? " int64 index" : " int32 index"));
     out.write(c.start);
-    expect_invalid([&] {
-      tally::scatter_reduce(Side::backend(), index.data(), value.data(), kN, out.data(), kSize, tally::plus{}, opts);
-    }, {"tally::scatter_reduce", "'index'", "[777]", "= 37"});
+    expect_invalid(
+        [&] {
+          tally::scatter_reduce(Side::backend(), index.data(), value.data(), kN, out.data(), kSize, tally::plus{},
+                                opts);
+        },
+        {"tally::scatter_reduce", "'index'", "[777]", "= 37"});
     EXPECT_EQ(out.read(), c.expected);
     EXPECT_TRUE(out.guards_intact());
     // The error left nothing behind: the same call on good indices works.
@@ -141,12 +144,20 @@ TYPED_TEST(ScatterErrors, EveryBadArgumentIsNamedAndLeavesOutUntouched) {
   const double* v = value.data();
   for (const auto& opts : every_mode()) {
     const std::string mode = describe(opts);
-    expect_rejected([&] { tally::scatter_reduce(b, static_cast<const std::int32_t*>(nullptr), v, kN, out.data(), kSize, tally::plus{}, opts); },
-                    out, "index", mode);
-    expect_rejected([&] { tally::scatter_reduce(b, i, static_cast<const double*>(nullptr), kN, out.data(), kSize, tally::plus{}, opts); },
-                    out, "value", mode);
-    expect_rejected([&] { tally::scatter_reduce(b, i, v, kN, static_cast<double*>(nullptr), kSize, tally::plus{}, opts); },
-                    out, "out", mode);
+    expect_rejected(
+        [&] {
+          tally::scatter_reduce(b, static_cast<const std::int32_t*>(nullptr), v, kN, out.data(), kSize, tally::plus{},
+                                opts);
+        },
+        out, "index", mode);
+    expect_rejected(
+        [&] {
+          tally::scatter_reduce(b, i, static_cast<const double*>(nullptr), kN, out.data(), kSize, tally::plus{}, opts);
+        },
+        out, "value", mode);
+    expect_rejected(
+        [&] { tally::scatter_reduce(b, i, v, kN, static_cast<double*>(nullptr), kSize, tally::plus{}, opts); }, out,
+        "out", mode);
     expect_rejected([&] { tally::scatter_reduce(b, i, v, kN, out.data(), -1, tally::plus{}, opts); }, out, "out_size",
                     mode);
     expect_rejected([&] { tally::scatter_reduce(b, i, v, kN, value.data() + 10, kSize, tally::plus{}, opts); }, out,
@@ -166,10 +177,12 @@ TYPED_TEST(ScatterErrors, EveryBadArgumentIsNamedAndLeavesOutUntouched) {
     if (S::on_gpu) {
       std::vector<std::int32_t> host_index(kN, 3);
       std::vector<double> host_value(kN, 1.5), host_out(kSize, 0.0);
-      expect_rejected([&] { tally::scatter_reduce(b, host_index.data(), v, kN, out.data(), kSize, tally::plus{}, opts); },
-                      out, "index", mode);
-      expect_rejected([&] { tally::scatter_reduce(b, i, host_value.data(), kN, out.data(), kSize, tally::plus{}, opts); },
-                      out, "value", mode);
+      expect_rejected(
+          [&] { tally::scatter_reduce(b, host_index.data(), v, kN, out.data(), kSize, tally::plus{}, opts); }, out,
+          "index", mode);
+      expect_rejected(
+          [&] { tally::scatter_reduce(b, i, host_value.data(), kN, out.data(), kSize, tally::plus{}, opts); }, out,
+          "value", mode);
       expect_invalid([&] { tally::scatter_reduce(b, i, v, kN, host_out.data(), kSize, tally::plus{}, opts); },
                      {"tally::scatter_reduce", "'out'"});
       EXPECT_EQ(host_out, std::vector<double>(kSize, 0.0));
