@@ -3,6 +3,7 @@
 // the CPU CG uses equals tally::dot; capture into a caller's CUDA graph.
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "test_cg_support.hpp"
@@ -125,6 +126,56 @@ TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   run(double{}, 9, 0, sv::cg_preconditioner::none, true);
   // Graph mode with several passes per chunk (more than 2048 blocks of rows).
   run(float{}, 83, 7, sv::cg_preconditioner::jacobi);
+}
+
+// A symmetric, diagonally dominant CSR matrix whose rows hold their entries
+// in a random order: a path graph's Laplacian plus a few hub rows joined to
+// every third row. The GPU stages a warp's 32 rows in shared memory when
+// they hold at most 1024 entries (cg_staging.cuh) and reads the matrix as it
+// is otherwise; the hubs' warps take the second way, the rest the first.
+sv::host_csr<float, std::int32_t> shuffled_hub_matrix(std::int64_t n, random_source& rng) {
+  std::vector<std::vector<std::pair<std::int32_t, float>>> rows(n);
+  auto join = [&](std::int64_t i, std::int64_t j, float w) {
+    rows[i].push_back({static_cast<std::int32_t>(j), -w});
+    rows[j].push_back({static_cast<std::int32_t>(i), -w});
+  };
+  for (std::int64_t i = 0; i + 1 < n; ++i) join(i, i + 1, 1.0f);
+  for (const std::int64_t hub : {std::int64_t{40}, std::int64_t{41}, n - 7})
+    for (std::int64_t j = 2; j < n; j += 3)
+      if (j != hub && j != hub - 1 && j != hub + 1) join(hub, j, static_cast<float>(rng.real(0.001, 0.01)));
+  sv::host_csr<float, std::int32_t> a;
+  a.rows = a.cols = n;
+  for (std::int64_t i = 0; i < n; ++i) {
+    float off = 0;
+    for (const auto& e : rows[i]) off += -e.second;
+    rows[i].push_back({static_cast<std::int32_t>(i), off + 0.5f});
+    for (std::size_t k = rows[i].size() - 1; k > 0; --k)  // Fisher-Yates: any stored order is valid CSR
+      std::swap(rows[i][k], rows[i][static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(k)))]);
+    for (const auto& e : rows[i]) {
+      a.columns.push_back(e.first);
+      a.values.push_back(e.second);
+    }
+    a.offsets.push_back(static_cast<std::int32_t>(a.values.size()));
+  }
+  return a;
+}
+
+// Staged and unstaged CSR rows, in stored (not column) order, give the CPU's
+// bits in both modes.
+TYPED_TEST(CgBitsGpu, StagedAndUnstagedCsrRowsGiveTheCpusBits) {
+  SCOPED_TRACE(this->rng.trace());
+  const auto a = shuffled_hub_matrix(3001, this->rng);
+  ASSERT_GT(a.offsets[64] - a.offsets[32], 1024);  // the hubs' warp cannot stage
+  const auto b = random_rhs(a, this->rng);
+  const std::vector<float> x0(b.size(), 0.0f);
+  sv::cg_options o;
+  o.true_residual_interval = 5;
+  const auto cpu = solve_on<cpu_side>(a, b, x0, o);
+  ASSERT_EQ(cpu.result.status, sv::cg_status::converged);
+  for (const auto mode : {sv::cg_mode::persistent, sv::cg_mode::graph}) {
+    o.mode = mode;
+    expect_same_solve(cpu, solve_on<gpu_side>(a, b, x0, o), sv::mode_name(mode));
+  }
 }
 
 // A persistent grid that cannot be co-resident falls back to the graph mode,

@@ -26,6 +26,23 @@ TALLY_HD_INLINE T read_only(const T* p) {
 #endif
 }
 
+/// The arithmetic of one CSR row, written once so that every reader of the
+/// entries (csr_view, the GPU's staged copies) computes the same bits:
+/// Σ value_at(k)·v(column_at(k)) for k = first .. last−1 in that order, each
+/// product rounded to Acc on its own, added left to right in Acc; 0 when
+/// first == last.
+template <class Acc, class ValueAt, class ColumnAt, class Vector>
+TALLY_HD_INLINE Acc csr_row_sum(std::int64_t first, std::int64_t last, const ValueAt& value_at,
+                                const ColumnAt& column_at, const Vector& v) {
+  if (first == last) return Acc(0);
+  Acc acc = detail::multiply_rounded(static_cast<Acc>(value_at(first)),
+                                     static_cast<Acc>(v(static_cast<std::int64_t>(column_at(first)))));
+  for (std::int64_t k = first + 1; k < last; ++k)
+    acc = acc + detail::multiply_rounded(static_cast<Acc>(value_at(k)),
+                                         static_cast<Acc>(v(static_cast<std::int64_t>(column_at(k)))));
+  return acc;
+}
+
 /// A CSR matrix in memory the caller owns (host or device, as the backend it
 /// is passed to). Row i holds entries offsets[i] .. offsets[i+1]-1, column
 /// indices 0-based, in any order (the operator sums them in stored order).
@@ -50,14 +67,9 @@ struct csr_view {
   /// row. `v(j)` returns the vector's element j.
   template <class Acc = Value, class Vector>
   TALLY_HD_INLINE Acc row_product(std::int64_t i, const Vector& v) const {
-    const std::int64_t first = read_only(offsets + i), last = read_only(offsets + i + 1);
-    if (first == last) return Acc(0);
-    Acc acc = detail::multiply_rounded(static_cast<Acc>(read_only(values + first)),
-                                       static_cast<Acc>(v(static_cast<std::int64_t>(read_only(columns + first)))));
-    for (std::int64_t k = first + 1; k < last; ++k)
-      acc = acc + detail::multiply_rounded(static_cast<Acc>(read_only(values + k)),
-                                           static_cast<Acc>(v(static_cast<std::int64_t>(read_only(columns + k)))));
-    return acc;
+    return csr_row_sum<Acc>(
+        read_only(offsets + i), read_only(offsets + i + 1), [&](std::int64_t k) { return read_only(values + k); },
+        [&](std::int64_t k) { return read_only(columns + k); }, v);
   }
 
   /// a(i, i): the sum of row i's entries in column i in stored order (0 when

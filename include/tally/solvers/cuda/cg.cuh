@@ -119,13 +119,29 @@ void relaxed(const char* what, Call&& call) {
   tally::detail::check_cuda(status, what);
 }
 
+/// Dynamic shared memory of a CG kernel for Op (the CSR stagers' buffers).
+template <class Op>
+constexpr std::size_t kStagingBytes = kernels::staging_bytes<Op>(kernels::kThreads);
+
+/// Lets `kernel` launch with `bytes` of dynamic shared memory (above the
+/// default 48 KiB the kernel must opt in).
+template <class Kernel>
+void allow_shared_memory(Kernel kernel, std::size_t bytes) {
+  if (bytes == 0) return;
+  relaxed("cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize) of a CG kernel", [&] {
+    return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                static_cast<int>(bytes));
+  });
+}
+
 /// Blocks of the persistent kernel that fit on the device at once.
 template <class T, class Op>
 int persistent_capacity() {
+  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>);
   int per_sm = 0;
   relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor(cg_persistent_kernel)", [&] {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::cg_persistent_kernel<T, Op>, kernels::kThreads,
-                                                         0);
+                                                         kStagingBytes<Op>);
   });
   return per_sm * current_device_info().sm_count;
 }
@@ -133,7 +149,9 @@ int persistent_capacity() {
 template <class T, class Op>
 void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o, int grid,
                        const gpu_cg_layout<T>& l, cg_device_result* result) {
-  cudaLaunchConfig_t config = tally::detail::launch_config(dim3(grid), dim3(kernels::kThreads), 0, gpu.stream);
+  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>);
+  cudaLaunchConfig_t config =
+      tally::detail::launch_config(dim3(grid), dim3(kernels::kThreads), kStagingBytes<Op>, gpu.stream);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeCooperative;
   attribute.val.cooperative = 1;
@@ -143,12 +161,13 @@ void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o,
                         kernels::cg_persistent_kernel<T, Op>, A, l.vectors, cg_control<T>::make(o), l.scratch, result);
 }
 
-/// Adds kernel(args...) on `grid` blocks of kThreads to `graph`, after the
-/// `count` nodes at `dependencies`; returns the node. The arguments are copied
-/// into the node.
+/// Adds kernel(args...) on `grid` blocks of kThreads with `shared_bytes` of
+/// dynamic shared memory to `graph`, after the `count` nodes at
+/// `dependencies`; returns the node. The arguments are copied into the node.
 template <class... Params, class... Args>
 cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* dependencies, std::size_t count,
-                                void (*kernel)(Params...), unsigned grid, const Args&... args) {
+                                void (*kernel)(Params...), unsigned grid, std::size_t shared_bytes,
+                                const Args&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "one argument per kernel parameter");
   // Loaded now, outside any capture rule (see relaxed()).
   cudaFuncAttributes attributes{};
@@ -166,7 +185,8 @@ cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* depend
   params.func = reinterpret_cast<void*>(kernel);
   params.gridDim = dim3(grid);
   params.blockDim = dim3(kernels::kThreads);
-  params.sharedMemBytes = 0;
+  allow_shared_memory(kernel, shared_bytes);
+  params.sharedMemBytes = static_cast<unsigned>(shared_bytes);
   params.kernelParams = pointers;
   params.extra = nullptr;
   cudaGraphNode_t node;
@@ -185,8 +205,9 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
                                const cg_options& o, const gpu_cg_layout<T>& l, cg_device_result* result) {
   const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
   const cudaGraphConditionalHandle none{};
-  const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid, A,
-                                                l.vectors, cg_control<T>::make(o), l.scratch);
+  const std::size_t shared = kStagingBytes<Op>;
+  const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
+                                                shared, A, l.vectors, cg_control<T>::make(o), l.scratch);
 
   // Default 1, assigned at every launch of the graph: the loop is entered
   // (the body's kernels do nothing when the set-up already ended the solve)
@@ -205,27 +226,31 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
   // The body: one iteration's kernels, `graph_unroll` times, in a chain.
   cudaGraphNode_t previous{};
   std::size_t previous_count = 0;
-  auto phase = [&](auto kernel, bool sets_handle) {
-    previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid, A, l.vectors,
-                               l.scratch, sets_handle ? handle : none, sets_handle);
+  // Kernels that do not stage A's rows (update, vectors, the pipelined
+  // restart, which runs rarely and reads A as it is) need no staging memory.
+  auto phase = [&](auto kernel, bool reads_matrix, bool sets_handle) {
+    previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid,
+                               reads_matrix ? shared : 0, A, l.vectors, l.scratch, sets_handle ? handle : none,
+                               sets_handle);
     previous_count = 1;
   };
   for (int u = 0; u < o.graph_unroll; ++u) {
     if (o.pipelined) {
-      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, false);
-      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, false);
-      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, false);
+      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, false, false);
+      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, true, false);
+      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, false, false);
     } else {
-      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, false);
-      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, false);
+      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, true, false);
+      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, false, false);
     }
-    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, u + 1 == o.graph_unroll);
+    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, true, u + 1 == o.graph_unroll);
   }
 
   const cudaGraphNode_t final_residual =
-      add_kernel_node(graph, &loop, 1, kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op>, grid, A,
+      add_kernel_node(graph, &loop, 1, kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op>, grid, shared, A,
                       l.vectors, l.scratch, none, false);
-  return add_kernel_node(graph, &final_residual, 1, kernels::cg_result_kernel<T>, grid, l.vectors, l.scratch, result);
+  return add_kernel_node(graph, &final_residual, 1, kernels::cg_result_kernel<T>, grid, 0, l.vectors, l.scratch,
+                         result);
 }
 
 /// The graph mode on any stream. When `stream` is being captured, its nodes

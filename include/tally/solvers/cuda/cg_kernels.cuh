@@ -24,6 +24,7 @@
 #include <cuda_runtime.h>
 
 #include "tally/core/tree.hpp"
+#include "tally/solvers/cuda/cg_staging.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
 #include "tally/solvers/detail/cg_rows.hpp"
@@ -59,14 +60,18 @@ struct cg_scratch {
   int passes;                      ///< kThreads-row passes per chunk
 };
 
-/// Reads of vectors written earlier in the solve. Persistent: through L2
-/// (other blocks wrote them in this kernel). Graph: through the read-only
-/// cache (they do not change during the kernel).
+/// Reads of vectors written earlier in the solve. Persistent: plain loads
+/// (other blocks wrote them in this kernel, before a grid-wide barrier, whose
+/// acquire makes their writes visible to plain loads, through L1 too; the
+/// non-coherent read-only path would not be covered). Plain loads keep a
+/// row's 27 neighbour reads in L1: through L2 (__ldcg) they made the
+/// persistent search L2-bound (282 µs an iteration at g = 128, matrix-free).
+/// Graph: through the read-only cache (they do not change during the kernel).
 template <bool Persistent>
 struct fresh_read {
   template <class T>
   __device__ __forceinline__ T operator()(const T* p) const {
-    if constexpr (Persistent) return __ldcg(p);
+    if constexpr (Persistent) return *p;
     else return __ldg(p);
   }
 };
@@ -74,47 +79,61 @@ struct fresh_read {
 template <class T>
 inline constexpr int kV = tree::vector_width<T>;
 
-/// Runs `leaf` over the rows of chunk c and stores the chunk's value.
-template <class T, class S, class Leaf>
+/// Runs `leaf` over the rows of chunk c (leaf(i, view), with the operator's
+/// view from `rows`, see chunk_tree) and stores the chunk's value.
+template <class T, class S, class Rows, class Leaf>
 __device__ __forceinline__ void chunk_phase(std::int64_t c, const cg_scratch<T>& s, std::int64_t n, S* partials,
-                                            const Leaf& leaf, block_storage<S>& storage) {
-  const std::int64_t rows = static_cast<std::int64_t>(kThreads) * s.passes;
-  const auto value = chunk_tree<kV<T>, S>(c * rows, s.passes, n, leaf, detail::add_sums{}, storage);
+                                            const Rows& rows, const Leaf& leaf, block_storage<S>& storage) {
+  const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+  const auto value = chunk_tree<kV<T>, S>(c * chunk_rows, s.passes, n, rows, leaf, detail::add_sums{}, storage);
   if (threadIdx.x == 0) partials[c] = value.value;  // every chunk holds a row, so the value is never empty
 }
 
-// The phases' row functions, for one chunk.
-template <bool Persistent, class T, class Op>
+// The phases' row functions. `a` is the operator as a warp's stager gives it
+// for the rows at hand (the operator itself, or a CSR matrix's staged rows).
+template <bool Persistent, class T>
 struct phases {
-  const Op& A;
   const cg_vectors<T>& v;
   const cg_control<T>& control;
 
-  __device__ residual_sums<T> setup(std::int64_t i) const {
-    if (control.pipelined) return detail::pipelined_setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
-    return detail::setup_row(A, v, i, control.jacobi, fresh_read<Persistent>{});
+  template <class A>
+  __device__ residual_sums<T> setup(const A& a, std::int64_t i) const {
+    if (control.pipelined) return detail::pipelined_setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
+    return detail::setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
   }
-  __device__ search_sums<T> search(std::int64_t i) const {
+  template <class A>
+  __device__ search_sums<T> search(const A& a, std::int64_t i) const {
     const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     T* to = v.p[(control.searches + 1) & 1];
     const T beta = control.beta;
     const T p_i = detail::direction(v, from, i, beta, fresh);
     to[i] = p_i;
-    return detail::search_row(A, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
+    return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
   }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
   __device__ update_sums<T> update(std::int64_t i) const {
     return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
   }
-  __device__ residual_sums<T> true_residual(std::int64_t i) const {
-    return detail::true_residual_row(A, v, i, fresh_read<Persistent>{});
+  template <class A>
+  __device__ residual_sums<T> true_residual(const A& a, std::int64_t i) const {
+    return detail::true_residual_row(a, v, i, fresh_read<Persistent>{});
   }
   // Pipelined CG.
-  __device__ search_sums<T> restart(std::int64_t i) const { return detail::restart_row(A, v, i, fresh_read<Persistent>{}); }
-  __device__ pipelined_sums<T> gather(std::int64_t i) const { return detail::gather_row(A, v, i, fresh_read<Persistent>{}); }
+  template <class A>
+  __device__ search_sums<T> restart(const A& a, std::int64_t i) const {
+    return detail::restart_row(a, v, i, fresh_read<Persistent>{});
+  }
+  template <class A>
+  __device__ pipelined_sums<T> gather(const A& a, std::int64_t i) const {
+    return detail::gather_row(a, v, i, fresh_read<Persistent>{});
+  }
   __device__ search_sums<T> vectors(std::int64_t i) const { return detail::vectors_row(v, i, control.alpha, control.beta); }
 };
+
+/// The block's dynamic shared memory: the CSR stagers' buffers
+/// (staging_bytes<Op>(kThreads); none for a stencil).
+extern __shared__ __align__(16) unsigned char cg_staging_memory[];
 
 /// Shared memory of the kernels: the control block (a copy per block in the
 /// persistent kernel) and the reductions' storage. Raw bytes: __shared__
@@ -131,12 +150,19 @@ struct shared_state {
   __device__ cg_control<T>& control() { return *reinterpret_cast<cg_control<T>*>(control_bytes); }
 };
 
+/// Blocks of the persistent kernel an SM should hold: its registers capped so
+/// that 3 fit for float (125 registers a thread left 2, 25 % occupancy, and
+/// the solve latency-bound: measured at g = 128); double keeps 2, where the
+/// cap would spill.
+template <class T>
+inline constexpr int kPersistentBlocksPerSm = sizeof(T) == 4 ? 3 : 2;
+
 /// The solve as one cooperative kernel. Pre: launched cooperatively with
 /// kThreads threads and gridDim.x <= s.chunks blocks, all co-resident;
 /// `initial` made by cg_control::make. Post: x, the history (block 0 writes
 /// it) and *result hold the outcome.
 template <class T, class Op>
-__global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, const cg_vectors<T> v,
+__global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persistent_kernel(const Op A, const cg_vectors<T> v,
                                                                  const cg_control<T> initial, const cg_scratch<T> s,
                                                                  cg_device_result* result) {
   namespace cgx = cooperative_groups;
@@ -148,14 +174,20 @@ __global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, con
     if (blockIdx.x != 0) control.history = nullptr;  // one writer
   }
   __syncthreads();
-  const phases<true, T, Op> rows{A, v, control};
+  const phases<true, T> rows{v, control};
+  const warp_rows<Op> matrix(A, cg_staging_memory);
+  const no_rows vectors_only;
   const std::int64_t n = v.n;
 
   // Each phase: this block's chunks, the barrier, then the root in every block.
   auto run_residual = [&](bool setup) {
     for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
-      if (setup) chunk_phase(c, s, n, s.residual_partials, [&](std::int64_t i) { return rows.setup(i); }, sh.storage.residual);
-      else chunk_phase(c, s, n, s.residual_partials, [&](std::int64_t i) { return rows.true_residual(i); }, sh.storage.residual);
+      if (setup)
+        chunk_phase(c, s, n, s.residual_partials, matrix,
+                    [&](std::int64_t i, const auto& a) { return rows.setup(a, i); }, sh.storage.residual);
+      else
+        chunk_phase(c, s, n, s.residual_partials, matrix,
+                    [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);
     }
     grid.sync();
     const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
@@ -175,14 +207,16 @@ __global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, con
   while (control.next != cg_phase::done) {
     if (control.next == cg_phase::search) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-        chunk_phase(c, s, n, s.search_partials, [&](std::int64_t i) { return rows.search(i); }, sh.storage.search);
+        chunk_phase(c, s, n, s.search_partials, matrix, [&](std::int64_t i, const auto& a) { return rows.search(a, i); },
+                    sh.storage.search);
       grid.sync();
       const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
       if (threadIdx.x == 0) control.after_search(root.value);
       __syncthreads();
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-        chunk_phase(c, s, n, s.update_partials, [&](std::int64_t i) { return rows.update(i); }, sh.storage.update);
+        chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(i); },
+                    sh.storage.update);
       grid.sync();
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
       if (threadIdx.x == 0) control.after_update(root.value);
@@ -191,7 +225,8 @@ __global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, con
       run_residual(false);
     } else if (control.next == cg_phase::gather) {  // pipelined: the one reduction of an iteration
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-        chunk_phase(c, s, n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); }, sh.storage.pipelined);
+        chunk_phase(c, s, n, s.pipelined_partials, matrix,
+                    [&](std::int64_t i, const auto& a) { return rows.gather(a, i); }, sh.storage.pipelined);
       grid.sync();
       const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
       if (threadIdx.x == 0) control.after_gather(root.value);
@@ -201,7 +236,7 @@ __global__ void __launch_bounds__(kThreads) cg_persistent_kernel(const Op A, con
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
         const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
         for (std::int64_t i = c * rows_per_chunk + threadIdx.x; i < (c + 1) * rows_per_chunk && i < n; i += kThreads) {
-          if (restart) rows.restart(i);
+          if (restart) rows.restart(A, i);
           else rows.vectors(i);
         }
       }
@@ -263,8 +298,10 @@ template <class T, class Op>
 __global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg_vectors<T> v,
                                                             const cg_control<T> initial, const cg_scratch<T> s) {
   __shared__ shared_state<T> sh;
-  const phases<false, T, Op> rows{A, v, initial};
-  chunk_phase(blockIdx.x, s, v.n, s.residual_partials, [&](std::int64_t i) { return rows.setup(i); }, sh.storage.residual);
+  const phases<false, T> rows{v, initial};
+  const warp_rows<Op> matrix(A, cg_staging_memory);
+  chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
+              [&](std::int64_t i, const auto& a) { return rows.setup(a, i); }, sh.storage.residual);
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
   const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
   if (threadIdx.x == 0) {
@@ -287,22 +324,25 @@ __global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg
     if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(handle, control.next != cg_phase::done);
     return;
   }
-  const phases<false, T, Op> rows{A, v, control};
+  const phases<false, T> rows{v, control};
+  const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
-    chunk_phase(blockIdx.x, s, v.n, s.search_partials, [&](std::int64_t i) { return rows.search(i); }, sh.storage.search);
+    chunk_phase(blockIdx.x, s, v.n, s.search_partials, matrix,
+                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
-    chunk_phase(blockIdx.x, s, v.n, s.update_partials, [&](std::int64_t i) { return rows.update(i); }, sh.storage.update);
+    chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
+                sh.storage.update);
   } else if constexpr (Phase == cg_phase::true_residual) {
-    chunk_phase(blockIdx.x, s, v.n, s.residual_partials, [&](std::int64_t i) { return rows.true_residual(i); },
-                sh.storage.residual);
+    chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
+                [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);
   } else if constexpr (Phase == cg_phase::gather) {
-    chunk_phase(blockIdx.x, s, v.n, s.pipelined_partials, [&](std::int64_t i) { return rows.gather(i); },
-                sh.storage.pipelined);
+    chunk_phase(blockIdx.x, s, v.n, s.pipelined_partials, matrix,
+                [&](std::int64_t i, const auto& a) { return rows.gather(a, i); }, sh.storage.pipelined);
   } else {  // restart, vectors: no reduction
     const std::int64_t rows_per_chunk = static_cast<std::int64_t>(kThreads) * s.passes;
     for (std::int64_t i = blockIdx.x * rows_per_chunk + threadIdx.x; i < (blockIdx.x + 1) * rows_per_chunk && i < v.n;
          i += kThreads) {
-      if constexpr (Phase == cg_phase::restart) rows.restart(i);
+      if constexpr (Phase == cg_phase::restart) rows.restart(A, i);
       else rows.vectors(i);
     }
   }

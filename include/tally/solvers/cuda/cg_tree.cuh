@@ -77,22 +77,36 @@ struct subtree_stack {
 };
 
 /// The value (in thread 0) of one chunk: `passes` (a power of two, at most
-/// 64) consecutive runs of kThreads rows from `first`; row i's leaf is
-/// leaf(i) for i < n, empty beyond. `first` is a multiple of kThreads·passes.
-/// Pre: the whole block calls it.
-template <int V, class S, class Op, class Leaf>
-__device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_t n, const Leaf& leaf, const Op& op,
-                                     block_storage<S>& storage) {
-  subtree_stack<S, 7> stack;
+/// 64) runs of kThreads rows from `first`; row i's leaf is leaf(i, view) for
+/// i < n, empty beyond, where view = rows.stage(r, n) is what the warp's
+/// stager gives for the 32 rows from r that hold i. `first` is a multiple of
+/// kThreads·passes. Pre: the whole block calls it.
+///
+/// Warp w takes the chunk's w-th eighth, 32 rows at a time, and folds them
+/// into its own subtree; the block combines the eight at the end. That is
+/// the balanced tree over the chunk's rows, as a pass-by-pass walk of the
+/// whole block would build it, with one block barrier a chunk instead of one
+/// every 256 rows: a warp no longer waits for the slowest of the eight before
+/// its next loads.
+template <int V, class S, class Op, class Rows, class Leaf>
+__device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_t n, const Rows& rows,
+                                     const Leaf& leaf, const Op& op, block_storage<S>& storage) {
+  const std::int64_t warp_first = first + static_cast<std::int64_t>(threadIdx.x / 32) * 32 * passes;
+  subtree_stack<S, 7> stack;  // used by lane 0
   for (int pass = 0; pass < passes; ++pass) {
-    const std::int64_t i = first + static_cast<std::int64_t>(pass) * kThreads + threadIdx.x;
+    const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32;
     tree::maybe<S> mine{S{}, false};
-    if (i < n) mine = {leaf(i), true};
+    if (row0 < n) {  // warp-uniform
+      const auto view = rows.stage(row0, n);
+      const std::int64_t i = row0 + (threadIdx.x & 31);
+      if (i < n) mine = {leaf(i, view), true};
+    }
     const auto warp_value = warp_leaves_tree<V>(mine, op);
-    const auto pass_value = device::block_combine_warps<kThreads>(warp_value, op, storage);
-    if (threadIdx.x == 0) stack.push(pass_value, op);
+    if ((threadIdx.x & 31) == 0) stack.push(warp_value, op);
   }
-  return stack.root();  // empty in the other threads (they pushed nothing)
+  tree::maybe<S> warp_value{S{}, false};
+  if ((threadIdx.x & 31) == 0) warp_value = stack.root();
+  return device::block_combine_warps<kThreads>(warp_value, op, storage);
 }
 
 /// The tree's root (in thread 0) over values[0, count) (each an aligned
