@@ -100,6 +100,12 @@ TYPED_TEST(HistogramErrors, EveryBadArgumentIsNamedAndLeavesTheCountsUntouched) 
     unchecked_errors.errors = record;
     expect_rejected([&] { tally::histogram_even(b, x, n, bins, 0.0, 1.0, counts.data(), unchecked_errors); }, counts,
                     "histogram_even", "options.errors", mode);
+    // index_add's strategy, on both backends (the CPU has no strategies, but
+    // a call must not be valid on one backend only).
+    tally::histogram_options sorted = opts;
+    sorted.strategy = tally::histogram_strategy::sorted_rows;
+    expect_rejected([&] { tally::histogram_even_weighted(b, x, w, n, bins, 0.0, 1.0, counts.data(), sorted); },
+                    counts, "histogram_even_weighted", "options.strategy", mode);
   }
 }
 

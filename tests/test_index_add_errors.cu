@@ -26,7 +26,8 @@ TYPED_TEST_SUITE(IndexAddErrors, backends, backend_names);
 std::vector<index_add_options> every_index_add_mode() {
   std::vector<index_add_options> modes;
   for (auto s :
-       {histogram_strategy::automatic, histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics})
+       {histogram_strategy::automatic, histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics,
+        histogram_strategy::sorted_rows})
     for (bool deterministic : {false, true}) {
       index_add_options o;
       o.strategy = s;

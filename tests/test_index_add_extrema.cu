@@ -32,7 +32,7 @@ void check_extrema() {
       c.at(rows / 2, cols - 1) = convert<V>(std::numeric_limits<float>::quiet_NaN());
       const reference<I, V, Op> ref(c);
       device_case<I, V> d(Side::on_gpu, c);
-      for (const auto strategy : {histogram_strategy::automatic, histogram_strategy::plain_atomics}) {
+      for (const auto strategy : kIndexAddStrategies) {
         SCOPED_TRACE(c.describe() + ", " + to_string(pattern) + ", " + tally::to_string(strategy));
         index_add_options opts;
         opts.strategy = strategy;

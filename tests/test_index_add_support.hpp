@@ -24,6 +24,12 @@
 
 namespace tally::testing {
 
+/// The strategies of index_add's non-deterministic calls, every one forced
+/// and the automatic choice.
+inline constexpr histogram_strategy kIndexAddStrategies[] = {
+    histogram_strategy::automatic, histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics,
+    histogram_strategy::sorted_rows};
+
 template <class V>
 long double to_long_double(const V& v) {
   return static_cast<long double>(convert<double>(v));

@@ -5,15 +5,21 @@
 // indices are grouped (__match_any_sync), each group's rows are combined in
 // registers, and one atomic per (index, column) goes to the output, so a key
 // that takes half the rows costs about 1/16 of the atomics of one atomic per
-// element (aggregated_atomics). plain_atomics, one atomic per element, can be
-// forced through options.strategy (for comparisons); options.chosen reports
-// the one that ran. The CPU backend groups the rows by blocks of output rows
+// element (aggregated_atomics). For wide rows (256 bytes or more) on large
+// inputs it sorts the rows by index instead (sorted_rows: a radix sort of
+// the 32-bit keys with the row numbers, then each index's rows summed in
+// registers and its output row updated once), which reads and writes each
+// output row about once rather than once per warp group. plain_atomics, one
+// atomic per element, and the other two can be forced through
+// options.strategy (for comparisons); options.chosen reports the one that
+// ran. The CPU backend groups the rows by blocks of output rows
 // (in row order) and sums each block's rows in a private, cache-sized buffer
 // with no atomics, so its results do not depend on the thread count.
 //
 // Scratch (GPU, from the workspace: gpu.with(ws), else the stream's; drawn
-// once per call): the error words, and for deterministic calls the int64
-// sums (see index_add). A stream being captured into a CUDA graph never
+// once per call): the error words; for sorted_rows 16 bytes a row (keys and
+// row numbers, before and after the sort) and the sort's temporary storage;
+// for deterministic calls the int64 sums (see index_add). A stream being captured into a CUDA graph never
 // grows the workspace (workspace::reserve, workspace.hpp).
 //
 // The checks and the backends' hooks behind index_add live in core/
@@ -52,7 +58,11 @@ namespace tally {
 ///     summed in float (double for double) registers, and that sum, rounded
 ///     once to V, is added by one atomic per element (which rounds again to
 ///     V: a half or bfloat16 element is rounded once per warp group that
-///     reaches it); plain_atomics: one atomic per element, each rounding to V.
+///     reaches it); plain_atomics: one atomic per element, each rounding to V;
+///     sorted_rows: each index's rows are summed in float (double) in row
+///     order, 256 sorted rows at a time, and each such sum is applied once
+///     -- rounded once to V with the output element when no other 256 shares
+///     its index, else added by an atomic (rounded to V first).
 ///   GPU sums are rounded in an order that depends on timing (use
 ///   opts.deterministic for the same bits on every run). minimum and maximum
 ///   are exact (NaN propagates, as tally::minimum/maximum define it).
@@ -61,7 +71,10 @@ namespace tally {
 /// anything is written: null, overlapping or (GPU) host pointers, negative
 /// sizes, strides below cols, sizes that overflow the address space, a
 /// strategy index_add does not have (shared_memory, cluster_memory: on both
-/// backends), opts.deterministic with an operator other than plus. Each is a
+/// backends), a forced sorted_rows on the GPU with rows or out_rows of 2^32 − 1
+/// or more, opts.deterministic with an operator other than plus (which runs
+/// its own fixed-point sums whatever the strategy; sorted_rows there runs as
+/// aggregated_atomics). Each is a
 /// tally::invalid_argument naming index_add and the argument, and leaves out
 /// untouched. An index outside [0, out_rows) is an error found while the call
 /// runs: the rows in range are all applied, the others skipped (nothing is

@@ -267,6 +267,8 @@ class scatter_bench {
       bench::measure(ms > kSlowCallMs ? slow : h, peer, proto_slow);
     };
     add("tally", histogram_strategy::automatic, false);
+    add("tally aggregated atomics", histogram_strategy::aggregated_atomics, false);
+    add("tally sorted rows", histogram_strategy::sorted_rows, false);
     add("tally plain atomics", histogram_strategy::plain_atomics, false);
     add("tally deterministic", histogram_strategy::automatic, true);
   }
@@ -283,7 +285,7 @@ void add_bench_scatter(CLI::App& bench) {
   cmd->footer(
       "The row scatter out[index[i], :] += src[i, :] on the problem PyTorch's index_add_ was measured on (7.77 M "
       "rows of 128 into 1.72 M, a fraction to one hot row), in f32, bf16 and f64: tally's automatic strategy, "
-      "plain atomics and the deterministic mode, every row checked against exact sums before and after timing "
+      "each strategy forced (aggregated atomics, sorted rows, plain atomics) and the deterministic mode, every row checked against exact sums before and after timing "
       "(GPU only).");
   add_bench_options(*cmd, s->common);
   cmd->add_option("--rows", s->rows, "src rows at width 128 (other widths keep the bytes)")

@@ -16,6 +16,7 @@ enum class histogram_strategy {
   cluster_memory,      ///< the bins spread over the shared memories of a thread-block cluster
   aggregated_atomics,  ///< warp-aggregated atomics on the output in global memory
   plain_atomics,       ///< one global atomic per element
+  sorted_rows,         ///< index_add only: rows grouped by key (a radix sort), each key's rows summed in registers
 };
 
 /// The strategy's name as `tally bench` prints it.
@@ -26,6 +27,7 @@ constexpr const char* to_string(histogram_strategy s) {
     case histogram_strategy::cluster_memory: return "cluster_memory";
     case histogram_strategy::aggregated_atomics: return "aggregated_atomics";
     case histogram_strategy::plain_atomics: return "plain_atomics";
+    case histogram_strategy::sorted_rows: return "sorted_rows";
   }
   return "?";
 }

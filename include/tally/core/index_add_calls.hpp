@@ -89,8 +89,8 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
   if (opts.strategy == histogram_strategy::shared_memory || opts.strategy == histogram_strategy::cluster_memory)
     throw_invalid_argument(kIndexAdd, "options.strategy",
                            std::string("is ") + to_string(opts.strategy) +
-                               ", which index_add does not have (it runs automatic, aggregated_atomics or "
-                               "plain_atomics)");
+                               ", which index_add does not have (it runs automatic, aggregated_atomics, "
+                               "plain_atomics or sorted_rows)");
   const std::int64_t src_stride = resolve_row_stride("options.src_stride", opts.src_stride, cols, checked);
   const std::int64_t out_stride = resolve_row_stride("options.out_stride", opts.out_stride, cols, checked);
   if (checked) {

@@ -9,8 +9,9 @@
 namespace tally {
 
 /// Options of index_add. From histogram_options: checks, errors, strategy
-/// (automatic, aggregated_atomics or plain_atomics; the GPU backend's choice
-/// is reported through `chosen`), deterministic and fixed_point_bits, grid_blocks.
+/// (automatic, aggregated_atomics, plain_atomics or sorted_rows; the GPU
+/// backend's choice is reported through `chosen`), deterministic and
+/// fixed_point_bits, grid_blocks.
 struct index_add_options : histogram_options {
   /// Elements between the starts of consecutive rows of src; 0 means cols.
   std::int64_t src_stride = 0;

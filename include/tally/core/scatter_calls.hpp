@@ -59,6 +59,7 @@ void run_histogram(const Backend& backend, const A* samples, const B* weights, s
   constexpr bool weighted = !std::is_same_v<B, unit_weight>;
   if constexpr (weighted) static_assert(std::is_floating_point_v<Count>, "weighted histograms accumulate in float or double");
   check_errors_option(function, opts);
+  check_scatter_strategy(function, opts);
   if (opts.checks == check_mode::checked) {
     check_array(function, "samples", samples, n);
     if constexpr (weighted) check_array(function, "weights", weights, n);
@@ -86,6 +87,7 @@ void run_scatter_reduce(const Backend& backend, const I* index, const V* value, 
   constexpr const char* function = "scatter_reduce";
   const bool checked = opts.checks == check_mode::checked;
   check_errors_option(function, opts);
+  check_scatter_strategy(function, opts);
   if (checked) {
     check_array(function, "index", index, n);
     check_array(function, "value", value, n);

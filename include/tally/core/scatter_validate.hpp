@@ -68,6 +68,13 @@ inline void check_fixed_point_bits(const char* function, const histogram_options
                            "must lie in [-1022, 1023] (got " + std::to_string(s) + ")");
 }
 
+/// Histograms and scatter_reduce have every strategy but sorted_rows
+/// (index_add's).
+inline void check_scatter_strategy(const char* function, const histogram_options& opts) {
+  if (opts.strategy == histogram_strategy::sorted_rows)
+    throw_invalid_argument(function, "options.strategy", "is sorted_rows, which only index_add has");
+}
+
 /// options.errors is for checked calls only.
 inline void check_errors_option(const char* function, const histogram_options& opts) {
   if (opts.errors && opts.checks != check_mode::checked)

@@ -230,6 +230,8 @@ inline histogram_plan choose_histogram_plan(const histogram_problem& p, histogra
       return plan_cluster(p);
     case histogram_strategy::aggregated_atomics: return plan_global(true, false);
     case histogram_strategy::plain_atomics: return plan_global(false, false);
+    case histogram_strategy::sorted_rows:  // rejected before (check_scatter_strategy); kept for the switch
+      throw_invalid_argument(function, "options.strategy", "is sorted_rows, which only index_add has");
     case histogram_strategy::automatic: break;
   }
   // Privatising costs ~bins per block in zeroing and flushing: only with

@@ -4,6 +4,10 @@
 //   [zeroed words: error_words] [int64 sums] [row marks or first rows]
 //    workspace::kZeroedBytes     256-aligned, deterministic calls only
 //
+// A sorted_rows call instead draws
+//
+//   [zeroed words] [keys] [keys, sorted] [row numbers] [row numbers, sorted] [CUB's temporary storage]
+//
 // A deterministic call keeps one int64 sum per element its rows can reach,
 // in one of two layouts, whichever is smaller:
 //   - per output row (slot = index): out_rows × cols sums, and a 32-bit mark
@@ -79,6 +83,38 @@ inline index_add_scratch carve_index_add_scratch(workspace& ws, bool words, cons
   scratch.words = reinterpret_cast<kernels::histogram::error_words*>(base);
   scratch.sums = reinterpret_cast<unsigned long long*>(after_words);
   scratch.marks = after_words + sums_span;
+  return scratch;
+}
+
+/// The regions of a sorted_rows call: the error words, the keys and row
+/// numbers before and after the sort (rows 32-bit entries each), and the
+/// sort's temporary storage.
+struct sorted_rows_scratch {
+  kernels::histogram::error_words* words = nullptr;
+  unsigned* keys[2] = {};
+  unsigned* rows_of[2] = {};
+  void* temp = nullptr;
+};
+
+/// Draws a sorted_rows call's scratch from `ws` once. Pre: rows > 0.
+inline sorted_rows_scratch carve_sorted_rows_scratch(workspace& ws, std::int64_t rows, std::size_t temp_bytes,
+                                                     cudaStream_t stream) {
+  constexpr std::size_t kAlignment = 256;
+  const std::size_t span = (static_cast<std::size_t>(rows) * sizeof(unsigned) + kAlignment - 1) / kAlignment * kAlignment;
+  auto* base = static_cast<char*>(ws.get(4 * span + temp_bytes, stream));
+  char* p = base + workspace::kZeroedBytes;  // 256-aligned, as in carve_index_add_scratch
+  sorted_rows_scratch scratch;
+  scratch.words = reinterpret_cast<kernels::histogram::error_words*>(base);
+  auto next = [&] {
+    auto* region = reinterpret_cast<unsigned*>(p);
+    p += span;
+    return region;
+  };
+  scratch.keys[0] = next();
+  scratch.keys[1] = next();
+  scratch.rows_of[0] = next();
+  scratch.rows_of[1] = next();
+  scratch.temp = p;
   return scratch;
 }
 

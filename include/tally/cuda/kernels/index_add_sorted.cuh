@@ -1,0 +1,140 @@
+// The sorted_rows strategy of index_add: the rows' keys are radix-sorted with
+// their row numbers (CUB, dispatch in cuda/index_add.cuh), so that each key's
+// rows form one run of sorted positions. A warp takes kSortedChunk positions
+// and, lanes over columns (16 bytes each), sums each run in registers in row
+// order. A run that no other chunk shares updates its output row with a plain
+// read-modify-write; the pieces of a run cut by a chunk boundary go through
+// the sink's atomics. Each output row is thus read and written about once,
+// where atomics from rows in random order re-fetch rows that L2 cannot hold
+// (7.77 M rows of 128 floats into 1.72 M: 880 MB of output; measured 4.7 ms
+// with warp-aggregated atomics against a 1.9 ms floor).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "tally/core/row_scatter.hpp"
+#include "tally/cuda/kernels/histogram_common.cuh"
+#include "tally/cuda/kernels/index_add_common.cuh"
+
+namespace tally::kernels::index_add {
+
+/// Sorted positions a warp takes at a time. Larger: fewer atomics on the
+/// pieces of long runs (a key that takes half of 7.77 M rows is cut into
+/// 15 000 pieces); smaller: more warps on short inputs.
+inline constexpr int kSortedChunk = 256;
+/// Rows of a run whose loads a lane issues together (memory-level parallelism).
+inline constexpr int kSortedUnroll = 4;
+
+/// keys[i] = index[i] where it lies in [0, out_rows), else out_rows (which
+/// sorts after every valid key and is never summed; recorded in `report`);
+/// rows_of[i] = i. Pre: out_rows < 2^32 − 1, rows <= 2^32.
+template <class I>
+__global__ void __launch_bounds__(kThreads)
+    sort_keys_kernel(const I* index, std::int64_t rows, std::int64_t out_rows, unsigned* keys, unsigned* rows_of,
+                     histogram::out_of_range_report report) {
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * kThreads;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < rows; i += step) {
+    const auto k = static_cast<std::int64_t>(index[i]);
+    const bool valid = k >= 0 && k < out_rows;
+    if (!valid) report.record(i);
+    keys[i] = static_cast<unsigned>(valid ? k : out_rows);
+    rows_of[i] = static_cast<unsigned>(i);
+  }
+}
+
+/// *o = op(*o, acc) for `count` elements (a run no other warp touches).
+template <class V, class Acc, class Op>
+__device__ __forceinline__ void update_owned(V* o, const Acc (&acc)[kChunk<V>], int count, const Op& op) {
+  constexpr int W = kChunk<V>;
+  if (count == W && aligned_to(o, 16)) {
+    int4 raw = *reinterpret_cast<const int4*>(o);
+    V current[W];
+    memcpy(current, &raw, 16);
+#pragma unroll
+    for (int e = 0; e < W; ++e) current[e] = convert<V>(op(convert<Acc>(current[e]), acc[e]));
+    memcpy(&raw, current, 16);
+    *reinterpret_cast<int4*>(o) = raw;
+  } else {
+#pragma unroll
+    for (int e = 0; e < W; ++e)
+      if (e < count) o[e] = convert<V>(op(convert<Acc>(o[e]), acc[e]));
+  }
+}
+
+/// out[key] ⊕= src rows, for the sorted positions of p's rows: keys (sorted,
+/// out_rows for rows out of range, which sort last) and rows_of (each
+/// position's row). Grid-stride over the tasks (kSortedChunk positions × a
+/// tile of 32·kChunk<V> columns). Pre: blockDim.x == kThreads, p.rows and
+/// p.cols > 0.
+template <class I, class V, class Op, class Sink>
+__global__ void __launch_bounds__(kThreads)
+    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Op op,
+                       V* out, Sink sink) {
+  using Acc = typename Sink::acc_type;
+  constexpr int W = kChunk<V>;
+  constexpr int U = kSortedUnroll;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
+  const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  const std::int64_t tile = 32 * W;
+  const std::int64_t tiles = (p.cols + tile - 1) / tile;
+  const std::int64_t tasks = (p.rows + kSortedChunk - 1) / kSortedChunk * tiles;
+  const auto none = static_cast<unsigned>(p.out_rows);  // never a valid key
+  for (std::int64_t task = warp; task < tasks; task += warps) {  // warp-uniform
+    const std::int64_t chunk = task / tiles;
+    const std::int64_t c = (task - chunk * tiles) * tile + static_cast<std::int64_t>(lane) * W;
+    const int count = c < p.cols ? static_cast<int>(p.cols - c < W ? p.cols - c : W) : 0;
+    const std::int64_t s0 = chunk * kSortedChunk;
+    const std::int64_t s1 = s0 + kSortedChunk < p.rows ? s0 + kSortedChunk : p.rows;
+    const unsigned before = s0 > 0 ? keys[s0 - 1] : none, after = s1 < p.rows ? keys[s1] : none;
+    unsigned run = keys[s0];
+    if (run == none) continue;  // the chunk holds only rows out of range
+    bool shared = run == before;
+    // A run's sum starts at its first row's values (not at the identity:
+    // 0 + (−0) would lose the sign of an all −0 sum).
+    bool first = true;
+    Acc acc[W];
+    auto flush = [&](bool atomic) {
+      if (count == 0) return;
+      if (atomic) sink.add(static_cast<std::int64_t>(run), c, acc, count);
+      else update_owned(out + static_cast<std::int64_t>(run) * p.out_stride + c, acc, count, op);
+    };
+    bool ended = false;
+    for (std::int64_t base = s0; base < s1 && !ended; base += 32) {  // warp-uniform
+      const std::int64_t s = base + lane;
+      const unsigned my_key = s < s1 ? keys[s] : none;
+      const unsigned my_row = s < s1 ? rows_of[s] : 0u;
+      for (int j = 0; j < 32 && !ended; j += U) {
+        unsigned k[U];
+        V v[U][W];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          k[u] = __shfl_sync(kFull, my_key, j + u);
+          const auto r = static_cast<std::int64_t>(__shfl_sync(kFull, my_row, j + u));
+          if (k[u] != none && count > 0) load_chunk(p.src + r * p.src_stride + c, count, v[u]);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          if (k[u] == none) {  // warp-uniform: the rest are rows out of range or past s1
+            ended = true;
+            break;
+          }
+          if (k[u] != run) {
+            flush(shared);
+            run = k[u];
+            shared = false;
+            first = true;
+          }
+#pragma unroll
+          for (int e = 0; e < W; ++e)
+            if (e < count) acc[e] = first ? convert<Acc>(v[u][e]) : op(acc[e], convert<Acc>(v[u][e]));
+          first = false;
+        }
+      }
+    }
+    flush(shared || run == after);
+  }
+}
+
+}  // namespace tally::kernels::index_add
