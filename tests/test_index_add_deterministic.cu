@@ -7,6 +7,7 @@
 // others were applied.
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -96,7 +97,7 @@ void check_correctly_rounded() {
       device_case<I, V> d(Side::on_gpu, c);
       for (const int given : {kDeriveFixedPointScale, 40 - top_exponent<V>()}) {
         const auto want = bits_of(fixed_point_reference(c, given == kDeriveFixedPointScale ? derived : given));
-        for (const auto strategy : {histogram_strategy::automatic, histogram_strategy::plain_atomics}) {
+        for (const auto strategy : kIndexAddStrategies) {
           SCOPED_TRACE(c.describe() + ", " + to_string(pattern) + ", " + tally::to_string(strategy) +
                        (given == kDeriveFixedPointScale ? ", derived scale 2^" + std::to_string(derived)
                                                         : ", scale 2^" + std::to_string(given)));
@@ -245,7 +246,7 @@ void check_bits_stable() {
       device_case<I, V> d(Side::on_gpu, c), dp(Side::on_gpu, permuted);
       // (The CPU backend has no strategies or grids: one run there.)
       const std::vector<histogram_strategy> strategies =
-          Side::on_gpu ? std::vector{histogram_strategy::automatic, histogram_strategy::plain_atomics}
+          Side::on_gpu ? std::vector<histogram_strategy>(std::begin(kIndexAddStrategies), std::end(kIndexAddStrategies))
                        : std::vector{histogram_strategy::automatic};
       const std::vector<int> grids = Side::on_gpu ? std::vector{0, 1, 7, 300} : std::vector{0};
       for (const auto strategy : strategies) {

@@ -72,9 +72,7 @@ namespace tally {
 /// sizes, strides below cols, sizes that overflow the address space, a
 /// strategy index_add does not have (shared_memory, cluster_memory: on both
 /// backends), a forced sorted_rows on the GPU with rows or out_rows of 2^32 − 1
-/// or more, opts.deterministic with an operator other than plus (which runs
-/// its own fixed-point sums whatever the strategy; sorted_rows there runs as
-/// aggregated_atomics). Each is a
+/// or more, opts.deterministic with an operator other than plus. Each is a
 /// tally::invalid_argument naming index_add and the argument, and leaves out
 /// untouched. An index outside [0, out_rows) is an error found while the call
 /// runs: the rows in range are all applied, the others skipped (nothing is
@@ -98,10 +96,13 @@ namespace tally {
 /// value outside the contract (NaN, ±inf, or too large for a given scale) in
 /// a row that lands in out counts as 0, the other values are applied, and
 /// the call then reports invalid_argument naming 'src' (or sets
-/// opts.errors->bad_value). GPU scratch: the int64 sums of the elements rows
-/// can reach -- out_rows × cols × 8 bytes plus 4 per output row, or, when it
-/// is smaller, rows × cols × 8 bytes plus 8 per output row -- drawn from the
-/// workspace (workspace.hpp: it refuses to grow while its stream is captured).
+/// opts.errors->bad_value). GPU scratch: with sorted_rows (chosen as without
+/// determinism), the sort's (16 bytes a row and CUB's storage) and one int64
+/// sum per 256 sorted rows and column; otherwise the int64 sums of the
+/// elements rows can reach -- out_rows × cols × 8 bytes plus 4 per output
+/// row, or, when it is smaller, rows × cols × 8 bytes plus 8 per output row --
+/// drawn from the workspace (workspace.hpp: it refuses to grow while its
+/// stream is captured).
 template <class Backend, class I, class V, class Op = plus>
 void index_add(const Backend& backend, const I* index, const V* src, std::int64_t rows, std::int64_t cols, V* out,
                std::int64_t out_rows, Op op = {}, const index_add_options& opts = {}) {

@@ -7,6 +7,7 @@
 // A sorted_rows call instead draws
 //
 //   [zeroed words] [keys] [keys, sorted] [row numbers] [row numbers, sorted] [CUB's temporary storage]
+//   [deterministic calls: int64 sums, one per task of kSortedChunk sorted rows and column]
 //
 // A deterministic call keeps one int64 sum per element its rows can reach,
 // in one of two layouts, whichever is smaller:
@@ -94,14 +95,18 @@ struct sorted_rows_scratch {
   unsigned* keys[2] = {};
   unsigned* rows_of[2] = {};
   void* temp = nullptr;
+  std::size_t temp_bytes = 0;
+  unsigned long long* sums = nullptr;  ///< deterministic calls: one int64 sum per task and column
 };
 
-/// Draws a sorted_rows call's scratch from `ws` once. Pre: rows > 0.
+/// Draws a sorted_rows call's scratch from `ws` once: `temp_bytes` for the
+/// sort and `sums_bytes` (0 unless deterministic). Pre: rows > 0.
 inline sorted_rows_scratch carve_sorted_rows_scratch(workspace& ws, std::int64_t rows, std::size_t temp_bytes,
-                                                     cudaStream_t stream) {
+                                                     std::size_t sums_bytes, cudaStream_t stream) {
   constexpr std::size_t kAlignment = 256;
   const std::size_t span = (static_cast<std::size_t>(rows) * sizeof(unsigned) + kAlignment - 1) / kAlignment * kAlignment;
-  auto* base = static_cast<char*>(ws.get(4 * span + temp_bytes, stream));
+  const std::size_t temp_span = (temp_bytes + kAlignment - 1) / kAlignment * kAlignment;
+  auto* base = static_cast<char*>(ws.get(4 * span + temp_span + sums_bytes, stream));
   char* p = base + workspace::kZeroedBytes;  // 256-aligned, as in carve_index_add_scratch
   sorted_rows_scratch scratch;
   scratch.words = reinterpret_cast<kernels::histogram::error_words*>(base);
@@ -115,6 +120,8 @@ inline sorted_rows_scratch carve_sorted_rows_scratch(workspace& ws, std::int64_t
   scratch.rows_of[0] = next();
   scratch.rows_of[1] = next();
   scratch.temp = p;
+  scratch.temp_bytes = temp_bytes;
+  scratch.sums = reinterpret_cast<unsigned long long*>(p + temp_span);
   return scratch;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/row_scatter.hpp"
 #include "tally/cuda/kernels/histogram_common.cuh"
 #include "tally/cuda/kernels/index_add_common.cuh"
@@ -62,16 +63,87 @@ __device__ __forceinline__ void update_owned(V* o, const Acc (&acc)[kChunk<V>], 
   }
 }
 
+/// How sorted_rows_kernel sums and applies runs, plain: values in the
+/// accumulator type; a run no other task shares updates its output row in
+/// place (update_owned), a piece of a shared run goes through the sink's
+/// atomics.
+template <class V, class Op>
+struct plain_runs {
+  using acc_type = default_accumulator_t<V>;
+  Op op;
+  V* out;
+  std::int64_t out_stride;
+  out_sink<V, Op> sink;
+  __device__ __forceinline__ acc_type value(const V& v) const { return convert<acc_type>(v); }
+  __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const { return op(a, b); }
+  __device__ __forceinline__ void owned(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>],
+                                        int count) const {
+    update_owned(out + key * out_stride + c, acc, count, op);
+  }
+  __device__ __forceinline__ void piece(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
+                                        std::int64_t) const {
+    sink.add(key, c, acc, count);
+  }
+};
+
+/// Deterministic runs (histogram_options::deterministic): values as int64
+/// fixed point, summed exactly; an owned run's sum is rounded once into its
+/// output element (as fixed_point_rows_finish_kernel does); the pieces of a
+/// shared run are added (exactly, int64 atomics) to the sums of its slot --
+/// the task holding the run's first position -- which
+/// sorted_pieces_finish_kernel applies afterwards.
+template <class V>
+struct fixed_point_runs {
+  using acc_type = long long;
+  fixed_point_values values;
+  V* out;
+  std::int64_t out_stride;
+  unsigned long long* sums;  ///< tasks' slots × cols
+  std::int64_t cols;
+  const int* bits_on_device;  ///< derived scale, or null: `bits`
+  int bits;
+  __device__ __forceinline__ acc_type value(const V& v) const { return values(v); }
+  __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const {
+    return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
+  }
+  __device__ __forceinline__ void owned(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>],
+                                        int count) const {
+    const int s = bits_on_device ? *bits_on_device : bits;
+    V* o = out + key * out_stride + c;
+#pragma unroll
+    for (int e = 0; e < kChunk<V>; ++e)
+      if (e < count) o[e] = ::tally::detail::add_rounded(o[e], ::tally::detail::fixed_point_to<V>(acc[e], s));
+  }
+  __device__ __forceinline__ void piece(std::int64_t, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
+                                        std::int64_t slot) const {
+    unsigned long long* p = sums + slot * cols + c;
+#pragma unroll
+    for (int e = 0; e < kChunk<V>; ++e)
+      if (e < count && acc[e] != 0) atomicAdd(p + e, static_cast<unsigned long long>(acc[e]));
+  }
+};
+
+/// The first sorted position of `key` in keys[0, end) (keys sorted).
+__device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std::int64_t end, unsigned key) {
+  std::int64_t lo = 0, hi = end;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /// out[key] ⊕= src rows, for the sorted positions of p's rows: keys (sorted,
 /// out_rows for rows out of range, which sort last) and rows_of (each
 /// position's row). Grid-stride over the tasks (kSortedChunk positions × a
 /// tile of 32·kChunk<V> columns). Pre: blockDim.x == kThreads, p.rows and
 /// p.cols > 0.
-template <class I, class V, class Op, class Sink>
+template <class I, class V, class Runs>
 __global__ void __launch_bounds__(kThreads)
-    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Op op,
-                       V* out, Sink sink) {
-  using Acc = typename Sink::acc_type;
+    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of,
+                       Runs runs) {
+  using Acc = typename Runs::acc_type;
   constexpr int W = kChunk<V>;
   constexpr int U = kSortedUnroll;
   const int lane = static_cast<int>(threadIdx.x & 31);
@@ -95,10 +167,14 @@ __global__ void __launch_bounds__(kThreads)
     // 0 + (−0) would lose the sign of an all −0 sum).
     bool first = true;
     Acc acc[W];
-    auto flush = [&](bool atomic) {
+    bool first_run = true;  // the run at s0, which may continue one from earlier tasks
+    auto flush = [&](bool shared_run) {
       if (count == 0) return;
-      if (atomic) sink.add(static_cast<std::int64_t>(run), c, acc, count);
-      else update_owned(out + static_cast<std::int64_t>(run) * p.out_stride + c, acc, count, op);
+      const auto key = static_cast<std::int64_t>(run);
+      if (!shared_run) return runs.owned(key, c, acc, count);
+      // Its slot: the task that holds the run's first position.
+      const std::int64_t slot = first_run && run == before ? first_position(keys, s0, run) / kSortedChunk : chunk;
+      runs.piece(key, c, acc, count, slot);
     };
     bool ended = false;
     for (std::int64_t base = s0; base < s1 && !ended; base += 32) {  // warp-uniform
@@ -125,15 +201,42 @@ __global__ void __launch_bounds__(kThreads)
             run = k[u];
             shared = false;
             first = true;
+            first_run = false;
           }
 #pragma unroll
           for (int e = 0; e < W; ++e)
-            if (e < count) acc[e] = first ? convert<Acc>(v[u][e]) : op(acc[e], convert<Acc>(v[u][e]));
+            if (e < count) acc[e] = first ? runs.value(v[u][e]) : runs.combine(acc[e], runs.value(v[u][e]));
           first = false;
         }
       }
     }
     flush(shared || run == after);
+  }
+}
+
+/// Deterministic sorted_rows, after sorted_rows_kernel: for every task whose
+/// last run starts in it and goes on into the next task, out[key] = out +
+/// (the run's int64 sum, in the task's slot, ·2^-s rounded once to V),
+/// rounded once more. Grid-stride over tasks × cols.
+template <class I, class V>
+__global__ void __launch_bounds__(kThreads)
+    sorted_pieces_finish_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const long long* sums,
+                                const int* bits_on_device, int bits, V* out) {
+  const int s = bits_on_device ? *bits_on_device : bits;
+  const std::int64_t tasks = (p.rows + kSortedChunk - 1) / kSortedChunk;
+  const std::int64_t total = tasks * p.cols;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= total) return;
+  const auto none = static_cast<unsigned>(p.out_rows);
+  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
+    const std::int64_t s0 = at.row * kSortedChunk, s1 = s0 + kSortedChunk;
+    if (s1 >= p.rows) continue;  // the last task: nothing goes on past it
+    const unsigned key = keys[s1 - 1];
+    if (key == none || keys[s1] != key) continue;
+    if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) continue;  // the run started in an earlier task
+    V* o = out + static_cast<std::int64_t>(key) * p.out_stride + at.col;
+    *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[at.row * p.cols + at.col], s));
   }
 }
 
