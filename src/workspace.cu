@@ -28,11 +28,28 @@ void* workspace::get(std::size_t bytes, cudaStream_t stream) {
                 ") while its stream is being captured into a CUDA graph, which cannot replay the allocation; "
                 "run the call once before capturing, or call workspace::reserve(" + std::to_string(bytes) +
                 ", stream) first");
-  if (memory_) TALLY_CUDA(cudaFreeAsync(memory_, stream));
-  // Grow by half again so a sweep of sizes does not reallocate every call.
-  const std::size_t grown = std::max(needed, capacity_ + capacity_ / 2);
-  TALLY_CUDA(cudaMallocAsync(&memory_, grown, stream));
-  TALLY_CUDA(cudaMemsetAsync(memory_, 0, kZeroedBytes, stream));
+  // The old block is given back first, and the workspace holds nothing until
+  // the new one is in hand: a failed growth must not leave a stale pointer or
+  // a capacity that the next call would try to grow from again.
+  const std::size_t old_capacity = device == device_ ? capacity_ : 0;
+  if (memory_) {
+    void* old = memory_;
+    memory_ = nullptr;
+    capacity_ = 0;
+    TALLY_CUDA(cudaFreeAsync(old, stream));
+  }
+  // Grow by half again so a sweep of sizes does not reallocate every call,
+  // but settle for exactly what is needed when the half more does not fit.
+  std::size_t grown = std::max(needed, old_capacity + old_capacity / 2);
+  void* fresh = nullptr;
+  if (grown > needed && cudaMallocAsync(&fresh, grown, stream) != cudaSuccess) {
+    (void)cudaGetLastError();  // the failed attempt's error, cleared: the exact size is tried next
+    fresh = nullptr;
+    grown = needed;
+  }
+  if (fresh == nullptr) TALLY_CUDA(cudaMallocAsync(&fresh, grown, stream));
+  TALLY_CUDA(cudaMemsetAsync(fresh, 0, kZeroedBytes, stream));
+  memory_ = fresh;
   capacity_ = grown;
   device_ = device;
   return memory_;

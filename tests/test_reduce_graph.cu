@@ -53,5 +53,23 @@ TYPED_TEST(ReduceGraph, CapturedReduceReplaysToTheDirectResult) {
   }
 }
 
+// A growth the device cannot hold fails with the CUDA error, and leaves the
+// workspace empty and usable: the next, valid call allocates what it needs
+// (before, the failed block's size stayed as the capacity to grow from, so
+// every later call asked for even more and failed too: 38 tests on the
+// H100 after one index_add of 2^31 rows ran out of memory).
+TYPED_TEST(ReduceGraph, ProvokedCudaErrorOfAFailedGrowthLeavesTheWorkspaceUsable) {
+  auto& rng = this->rng;
+  workspace ws;
+  EXPECT_THROW(ws.get(std::size_t{1} << 60, nullptr), cuda_error);
+  const auto host = random_values<float>(rng, 300000);
+  buffer<float> x(true, host.size()), sum(true, 1);
+  x.write(host);
+  tally::reduce(tally::gpu.with(ws), static_cast<const float*>(x.data()), static_cast<std::int64_t>(host.size()),
+                sum.data());
+  TALLY_CUDA(cudaDeviceSynchronize());
+  EXPECT_PRED_FORMAT2(bitwise_equal, sum.read()[0], reduce_expected<float>(host.data(), 300000));
+}
+
 }  // namespace
 }  // namespace tally::testing
