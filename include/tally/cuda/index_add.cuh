@@ -113,19 +113,14 @@ void sort_rows_by_key(const gpu_backend& gpu, const row_scatter<I, V>& p, const 
              "cub::DeviceRadixSort::SortPairs (index_add sorted_rows)");
 }
 
-/// Tasks of the sorted_rows kernels: kSortedChunk positions each.
-inline std::int64_t sorted_tasks(std::int64_t rows) {
-  return (rows + iak::kSortedChunk - 1) / iak::kSortedChunk;
-}
-
 /// The run kernel (kernels/index_add_sorted.cuh) over the sorted rows.
 template <class I, class V, class Runs>
 void launch_sorted_runs(const gpu_backend& gpu, const row_scatter<I, V>& p, const sorted_rows_scratch& scratch,
                         const Runs& runs, const index_add_options& opts) {
   const auto kernel = iak::sorted_rows_kernel<I, V, Runs>;
-  const std::int64_t tiles = (p.cols + 32 * iak::kChunk<V> - 1) / (32 * iak::kChunk<V>);
+  const std::int64_t tiles = iak::sorted_tiles<V>(p.cols);
   launch("launch of tally::kernels::index_add::sorted_rows_kernel",
-         launch_config(dim3(index_add_grid(kernel, sorted_tasks(p.rows) * tiles * 32, opts)), dim3(iak::kThreads), 0,
+         launch_config(dim3(index_add_grid(kernel, iak::sorted_tasks(p.rows) * tiles * 32, opts)), dim3(iak::kThreads), 0,
                        gpu.stream),
          kernel, p, static_cast<const unsigned*>(scratch.keys[1]), static_cast<const unsigned*>(scratch.rows_of[1]),
          runs);
@@ -239,7 +234,7 @@ template <class I, class V>
 void run_sorted_deterministic(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out,
                               const index_add_options& opts) {
   using namespace gpu_index_add;
-  const std::int64_t tasks = sorted_tasks(p.rows);
+  const std::int64_t tasks = iak::sorted_tasks(p.rows);
   const std::size_t sums_bytes = checked_bytes(static_cast<std::uint64_t>(tasks), static_cast<std::uint64_t>(p.cols) * 8, 0);
   const sorted_rows_scratch scratch =
       carve_sorted_rows_scratch(scratch_for(gpu), p.rows, sort_temp_bytes(p.rows, sort_end_bit(p.out_rows), gpu.stream),

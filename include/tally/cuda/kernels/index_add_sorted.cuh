@@ -27,6 +27,18 @@ inline constexpr int kSortedChunk = 256;
 /// Rows of a run whose loads a lane issues together (memory-level parallelism).
 inline constexpr int kSortedUnroll = 4;
 
+/// Tasks of kSortedChunk sorted positions over `rows` rows (one slot each in
+/// deterministic calls).
+__host__ __device__ constexpr std::int64_t sorted_tasks(std::int64_t rows) {
+  return (rows + kSortedChunk - 1) / kSortedChunk;
+}
+
+/// Column tiles of a task: 32 lanes of kChunk<V> values each.
+template <class V>
+__host__ __device__ constexpr std::int64_t sorted_tiles(std::int64_t cols) {
+  return (cols + 32 * kChunk<V> - 1) / (32 * kChunk<V>);
+}
+
 /// keys[i] = index[i] where it lies in [0, out_rows), else out_rows (which
 /// sorts after every valid key and is never summed; recorded in `report`);
 /// rows_of[i] = i. Pre: out_rows < 2^32 − 1, rows <= 2^32.
@@ -128,8 +140,10 @@ __device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std
   std::int64_t lo = 0, hi = end;
   while (lo < hi) {
     const std::int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key) lo = mid + 1;
-    else hi = mid;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -141,8 +155,7 @@ __device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std
 /// p.cols > 0.
 template <class I, class V, class Runs>
 __global__ void __launch_bounds__(kThreads)
-    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of,
-                       Runs runs) {
+    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Runs runs) {
   using Acc = typename Runs::acc_type;
   constexpr int W = kChunk<V>;
   constexpr int U = kSortedUnroll;
@@ -150,9 +163,9 @@ __global__ void __launch_bounds__(kThreads)
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
   const std::int64_t tile = 32 * W;
-  const std::int64_t tiles = (p.cols + tile - 1) / tile;
-  const std::int64_t tasks = (p.rows + kSortedChunk - 1) / kSortedChunk * tiles;
-  const auto none = static_cast<unsigned>(p.out_rows);  // never a valid key
+  const std::int64_t tiles = sorted_tiles<V>(p.cols);
+  const std::int64_t tasks = sorted_tasks(p.rows) * tiles;
+  const auto none = static_cast<unsigned>(p.out_rows);           // never a valid key
   for (std::int64_t task = warp; task < tasks; task += warps) {  // warp-uniform
     const std::int64_t chunk = task / tiles;
     const std::int64_t c = (task - chunk * tiles) * tile + static_cast<std::int64_t>(lane) * W;
@@ -223,7 +236,7 @@ __global__ void __launch_bounds__(kThreads)
     sorted_pieces_finish_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const long long* sums,
                                 const int* bits_on_device, int bits, V* out) {
   const int s = bits_on_device ? *bits_on_device : bits;
-  const std::int64_t tasks = (p.rows + kSortedChunk - 1) / kSortedChunk;
+  const std::int64_t tasks = sorted_tasks(p.rows);
   const std::int64_t total = tasks * p.cols;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
