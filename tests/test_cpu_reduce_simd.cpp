@@ -223,6 +223,61 @@ TEST(CpuReduceSimd, KernelsMatchTheTreeForCompensatedSumsDotsAndNorms) {
   expect_compensated_and_product_kernels<double>();
 }
 
+/// Inputs for compensated sums whose bits depend on the order of every
+/// addition, or on the sign of zero errors: the SIMD leaf fold leaves the
+/// leaves' zero errors out, which must not change a bit.
+enum class compensated_data {
+  cancelling,     // magnitudes over 2^±12, neighbours cancelling, some −0
+  negative_zero,  // all −0: the sum stays −0, every error is +0
+  exact,          // small integers and ±0: every error is exactly zero
+  infinities,     // cancelling, with ±0 and ±inf mixed in (errors become NaN)
+};
+
+template <class T>
+std::vector<T> compensated_input(random_source& rng, std::size_t n, compensated_data kind) {
+  std::vector<T> v;
+  if (kind == compensated_data::negative_zero) return std::vector<T>(n, -T(0));
+  if (kind == compensated_data::exact) {
+    v.resize(n);
+    for (auto& x : v) x = rng.integer(0, 7) == 0 ? (rng.integer(0, 1) ? T(0) : -T(0)) : T(rng.integer(-8, 8));
+    return v;
+  }
+  v = kernel_input<T>(rng, n, kind == compensated_data::infinities ? specials::zeros_and_infinities : specials::none,
+                      false);
+  for (std::size_t i = 0; i + 1 < n; i += 3) v[i + 1] = -v[i] * T(1 + 0x1p-20);
+  for (std::size_t i = 5; i < n; i += 61) v[i] = -T(0);
+  return v;
+}
+
+constexpr compensated_data kCompensatedData[] = {compensated_data::cancelling, compensated_data::negative_zero,
+                                                 compensated_data::exact, compensated_data::infinities};
+
+/// Every kernel width on every power-of-two subtree it takes (up to 2^6 times
+/// its smallest), compensated sums of each kind of data, against the tree
+/// evaluated with the scalar compensated_plus: sums and errors bit for bit.
+template <class T>
+void expect_compensated_kernels_on_order_sensitive_data() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  using plain = unary_source<T, T, identity_transform>;
+  for (const compensated_data kind : kCompensatedData) {
+    SCOPED_TRACE("data kind " + std::to_string(static_cast<int>(kind)));
+    const std::vector<T> xs = compensated_input<T>(rng, kKernelElements, kind);
+    for (int offset : {0, 1}) {
+      const T* x = xs.data() + offset;
+      const std::int64_t n = static_cast<std::int64_t>(xs.size()) - 1;
+      expect_kernels_match(compensated_source<plain>(plain{x, n, {}}), compensated_plus{}, [&](std::int64_t i) {
+        return compensated<T>{x[i], T(0)};
+      });
+    }
+  }
+}
+
+TEST(CpuReduceSimd, CompensatedKernelsMatchTheScalarOperatorOnOrderSensitiveData) {
+  expect_compensated_kernels_on_order_sensitive_data<float>();
+  expect_compensated_kernels_on_order_sensitive_data<double>();
+}
+
 // ------------------------------------------------------------ whole reductions
 
 /// Sizes around every threshold: the kernels' smallest subtrees, tiles, the
@@ -283,6 +338,48 @@ TEST(CpuReduceSimd, SumsMatchTheTreeAtEveryThresholdAndThreadCount) {
   expect_reduce_matches<double>(d, maximum{}, [](const double* x, std::int64_t i) { return x[i]; }, 8);
   const auto k = kernel_input<std::int32_t>(rng, longest(4), specials::none, false);
   expect_reduce_matches<std::int32_t>(k, plus{}, [](const std::int32_t* x, std::int64_t i) { return x[i]; }, 4);
+}
+
+/// Compensated sums through reduce(), 1 and 2 threads, for n = 2^k − 1, 2^k
+/// and 2^k + 1 (k = 0 ... 17: every SIMD subtree size, tiles and the threaded
+/// split), against the scalar tree.
+template <class T>
+void expect_compensated_sums_around_powers_of_two() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  constexpr int kMaxLog = 17;
+  const options compensated_sum{.sum = summation::compensated};
+  for (const compensated_data kind : kCompensatedData) {
+    const std::vector<T> xs = compensated_input<T>(rng, (std::size_t{1} << kMaxLog) + 2, kind);
+    for (int k = 0; k <= kMaxLog; ++k) {
+      for (std::int64_t d : {-1, 0, 1}) {
+        const std::int64_t n = (std::int64_t{1} << k) + d;
+        if (n <= 0) continue;
+        for (int offset : {0, 1}) {
+          const T* x = xs.data() + offset;
+          const auto root = reference_root<compensated<T>>(
+              n, tree::vector_width<T>,
+              [&](std::int64_t i) {
+                return compensated<T>{x[i], T(0)};
+              },
+              compensated_plus{});
+          const T want = compensated_plus::resolve(root.value);
+          for (int threads : {1, 2}) {
+            SCOPED_TRACE("data kind " + std::to_string(static_cast<int>(kind)) + ", n = " + std::to_string(n) +
+                         ", offset " + std::to_string(offset) + ", " + std::to_string(threads) + " threads");
+            T got;
+            reduce(cpu.with_threads(threads), x, n, &got, plus{}, compensated_sum);
+            ASSERT_TRUE(same_bits(got, want)) << "got " << show(got) << ", want " << show(want);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuReduceSimd, CompensatedSumsMatchTheTreeAroundEveryPowerOfTwo) {
+  expect_compensated_sums_around_powers_of_two<float>();
+  expect_compensated_sums_around_powers_of_two<double>();
 }
 
 TEST(CpuReduceSimd, GenericPathsMatchTheTreeAtEveryThresholdAndThreadCount) {

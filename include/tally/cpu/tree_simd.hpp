@@ -15,11 +15,17 @@
 //      the registers of V streams are transposed within 16-byte chunks, so that
 //      register k holds element k of those vectors, and each vector's left fold
 //      is V−1 lane-wise operations in the fold's own order;
-//   2. a transpose of 16-byte chunks then puts vector c of every stream in
-//      register c (lane s = stream s), and the registers of consecutive
-//      vectors are combined pairwise: a subtree of C vectors in every lane,
-//      then of 4 (the step);
-//   3. steps are combined by a binary counter (the balanced tree over them).
+//   2. two shuffles of 16-byte chunks on a pair of registers bring vectors 2c
+//      and 2c+1 of each stream into the same lane of two registers, which are
+//      combined; repeated (twice for C = 4) until one register holds a subtree
+//      of C vectors in every lane, lane s being stream s; the C-vector subtrees
+//      of one step are then combined pairwise into a subtree of 4 vectors;
+//   3. steps are combined by a binary counter (the balanced tree over them);
+//   4. the lanes are combined adjacent first, in registers halved each level.
+//
+// Compensated sums fold each vector's leaves {x, +0} without adding their zero
+// errors (fold_leaves says why that gives the same bits): the fold is most of
+// their work.
 //
 // Integer operators are exactly associative and commutative (sums and products
 // wrap), so for them any order gives the tree's bits: their kernel combines
@@ -38,6 +44,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "tally/core/operators.hpp"
 #include "tally/core/source.hpp"
@@ -110,6 +117,19 @@ template <shuffle_kind K, class Vec>
   out = (Vec)r;
 }
 
+/// f(0), f(1), ..., f(N − 1), unrolled at compile time. gcc leaves such short
+/// loops rolled in the 32-byte kernels and then keeps their vectors in memory
+/// (the float AVX2 kernel ran 6 times slower); `#pragma GCC unroll` would
+/// do, but nvcc's host pass rejects it.
+template <class F, int... I>
+[[gnu::always_inline]] inline void unrolled_at(const F& f, std::integer_sequence<int, I...>) {
+  (f(I), ...);
+}
+template <int N, class F>
+[[gnu::always_inline]] inline void unrolled(const F& f) {
+  unrolled_at(f, std::make_integer_sequence<int, N>{});
+}
+
 // ---------------------------------------------------------------------------
 // Values in lanes: one vector per lane value, or two for compensated sums.
 
@@ -125,6 +145,18 @@ struct pack<compensated<T>, R> {
   vec<T, R> sum, error;
 };
 
+/// s = a + b and e its rounding error (Knuth's TwoSum), lane-wise: the sum
+/// and error of compensated_plus, written again here because nvcc would
+/// compile that __host__ __device__ operator for the device too, where
+/// vectors do not exist. The tests compare the two bit for bit.
+/// Post: e is never −0 (see fold_leaves).
+template <class V>
+[[gnu::always_inline]] inline void two_sum(V& s, V& e, const V& a, const V& b) {
+  s = a + b;
+  const V bb = s - a;
+  e = (a - (s - bb)) + (b - bb);
+}
+
 /// Lane-wise a ⊕ b, each lane exactly the scalar operator (the simd_op form
 /// for float minimum and maximum). out may alias neither input.
 template <class Op>
@@ -133,13 +165,8 @@ struct lane_op {
   [[gnu::always_inline]] static void apply(pack<Acc, R>& out, const pack<Acc, R>& a, const pack<Acc, R>& b) {
     using V = vec<typename pack<Acc, R>::elem, R>;
     if constexpr (std::is_same_v<Op, compensated_plus>) {
-      // compensated_plus's TwoSum and error sum, written again here: nvcc
-      // would compile that __host__ __device__ operator for the device too,
-      // where vectors do not exist. The tests compare the two bit for bit.
-      const V s = a.sum + b.sum;
-      const V bb = s - a.sum;
-      const V e = (a.sum - (s - bb)) + (b.sum - bb);
-      out.sum = s;
+      V e;
+      two_sum(out.sum, e, a.sum, b.sum);
       out.error = (a.error + b.error) + e;
     } else if constexpr (std::is_same_v<Op, plus> || std::is_same_v<Op, multiplies>) {
       if constexpr (std::is_integral_v<Acc>) {  // modulo 2^bits, as wrap_add and wrap_mul
@@ -257,20 +284,63 @@ template <class Op, class P>
   out = r;
 }
 
-/// The lanes' values for C consecutive vectors of each of L streams, C = R/16:
-/// out[c] lane s = the left fold of vector c of stream s, where stream s
-/// starts at element `first + s·stride`.
+/// acc = each lane's left fold ((x0 ⊕ x1) ⊕ x2) ⊕ ... of the leaves in
+/// cols[0], cols[1], ... (K of them, K >= 2).
+///
+/// Compensated leaves are {x, +0}, and their zero errors are left out: the
+/// fold's error is e1, then e1 + e2, (e1 + e2) + e3, where compensated_plus
+/// computes (+0 + +0) + e1, then (e1 + +0) + e2, ... The two agree bit for
+/// bit because no value here is −0: in round-to-nearest, x + y is −0 only
+/// when x and y are both −0, and x − y only when x = −0 and y = +0, so a
+/// TwoSum error e = (a − (s − bb)) + (b − bb) would need b = −0 and bb = +0
+/// (b − bb = −0), and a = −0 with s − bb = +0 — but then s = a + b = −0,
+/// bb = s − a = +0 and s − bb = −0. Sums of such errors are never −0 either,
+/// and y + (+0) = y for every y but −0 (NaNs keep their payload).
+template <class Op, class P, class V, int K>
+[[gnu::always_inline]] inline void fold_leaves(P& acc, const V (&cols)[K]) {
+  static_assert(K >= 2);
+  if constexpr (requires { acc.error; }) {
+    two_sum(acc.sum, acc.error, cols[0], cols[1]);
+    for (int k = 2; k < K; ++k) {
+      V s, e;
+      two_sum(s, e, acc.sum, cols[k]);
+      acc.sum = s;
+      acc.error = acc.error + e;
+    }
+  } else {
+    P leaf;
+    acc.v = cols[0];
+    for (int k = 1; k < K; ++k) {
+      leaf.v = cols[k];
+      combine<Op>(acc, acc, leaf);
+    }
+  }
+}
+
+/// out = the pairs of a's chunks (2c ⊕ 2c+1) in out's first half, then
+/// those of b's, lane by lane: the even chunks are the left operands.
+template <class Op, class P>
+[[gnu::always_inline]] inline void combine_chunk_pairs(P& out, const P& a, const P& b) {
+  P left, right;
+  shuffle_packs<shuffle_kind::even>(left, a, b);
+  shuffle_packs<shuffle_kind::odd>(right, a, b);
+  combine<Op>(out, left, right);
+}
+
+/// out lane s = the subtree of C consecutive vectors (C = R/16) of stream s,
+/// from the vector at element `first + s·stride` on, for each of L streams.
 template <int R, class Op, class Source, class P>
-[[gnu::always_inline]] inline void fold_step(P (&out)[R / 16], const Source& src, std::int64_t first,
-                                             std::int64_t stride) {
+[[gnu::always_inline]] inline void fold_step(P& out, const Source& src, std::int64_t first, std::int64_t stride) {
   using E = typename P::elem;
   using V = vec<E, R>;
   constexpr int kVector = 16 / sizeof(E);  // elements per vector
   constexpr int kChunks = R / 16;
-  P folds[kChunks];
-  for (int g = 0; g < kChunks; ++g) {  // streams g·kVector ... g·kVector + kVector − 1
+  P folds[kChunks];  // folds[g] chunk c position i: vector c of stream g·kVector + i
+  unrolled<kChunks>([&](int g) __attribute__((always_inline)) {
     V rows[kVector], cols[kVector];  // cols[k]: element k of each (stream, vector c) in (chunk c, position)
-    for (int i = 0; i < kVector; ++i) load_leaves<R>(rows[i], src, first + (g * kVector + i) * stride);
+    unrolled<kVector>([&](int i) __attribute__((always_inline)) {
+      load_leaves<R>(rows[i], src, first + (g * kVector + i) * stride);
+    });
     if constexpr (kVector == 4) {
       V t0, t1, t2, t3;
       shuffle<shuffle_kind::lo32>(t0, rows[0], rows[1]);
@@ -286,39 +356,22 @@ template <int R, class Op, class Source, class P>
       shuffle<shuffle_kind::lo64>(cols[0], rows[0], rows[1]);
       shuffle<shuffle_kind::hi64>(cols[1], rows[0], rows[1]);
     }
-    // Each vector's left fold: ((x0 ⊕ x1) ⊕ x2) ⊕ x3, compensated leaves being {x, 0}.
-    P acc, leaf;
-    if constexpr (requires { acc.error; }) {  // compensated_source's leaves: {x, +0}
-      acc.sum = cols[0], acc.error = V{};
-      leaf.error = V{};
-    } else {
-      acc.v = cols[0];
-    }
-    for (int k = 1; k < kVector; ++k) {
-      if constexpr (requires { leaf.error; }) leaf.sum = cols[k];
-      else leaf.v = cols[k];
-      combine<Op>(acc, acc, leaf);
-    }
-    folds[g] = acc;
-  }
-  // Transpose 16-byte chunks: out[c] chunk g = folds[g] chunk c, so that lane
-  // g·kVector + i of out[c] is stream g·kVector + i.
+    fold_leaves<Op>(folds[g], cols);
+  });
+  // Vectors 2c and 2c+1 combined, each level halving the chunks per stream;
+  // the result's chunk g holds folds[g]'s streams, so lane s is stream s.
+  // (Six shuffles per vector of the pack for C = 4, where a full transpose of
+  // the chunks took eight.)
   if constexpr (kChunks == 1) {
-    out[0] = folds[0];
+    out = folds[0];
   } else if constexpr (kChunks == 2) {
-    shuffle_packs<shuffle_kind::even>(out[0], folds[0], folds[1]);
-    shuffle_packs<shuffle_kind::odd>(out[1], folds[0], folds[1]);
+    combine_chunk_pairs<Op>(out, folds[0], folds[1]);
   } else {
     static_assert(kChunks == 4);
-    P u[4];
-    shuffle_packs<shuffle_kind::even>(u[0], folds[0], folds[1]);  // chunks 0 2 of folds 0, then of folds 1
-    shuffle_packs<shuffle_kind::odd>(u[1], folds[0], folds[1]);   // chunks 1 3
-    shuffle_packs<shuffle_kind::even>(u[2], folds[2], folds[3]);
-    shuffle_packs<shuffle_kind::odd>(u[3], folds[2], folds[3]);
-    shuffle_packs<shuffle_kind::even>(out[0], u[0], u[2]);
-    shuffle_packs<shuffle_kind::odd>(out[2], u[0], u[2]);
-    shuffle_packs<shuffle_kind::even>(out[1], u[1], u[3]);
-    shuffle_packs<shuffle_kind::odd>(out[3], u[1], u[3]);
+    P pairs[2];  // pairs[h] chunks: (0 ⊕ 1, 2 ⊕ 3) of folds[2h], then of folds[2h+1]
+    combine_chunk_pairs<Op>(pairs[0], folds[0], folds[1]);
+    combine_chunk_pairs<Op>(pairs[1], folds[2], folds[3]);
+    combine_chunk_pairs<Op>(out, pairs[0], pairs[1]);
   }
 }
 
@@ -363,6 +416,47 @@ template <class Source, class Op>
 inline constexpr bool kUnordered =
     std::is_integral_v<typename Source::acc_type> && source_traits<Source>::kind == leaf_kind::identity;
 
+/// out = the even (Odd = 0) or odd (Odd = 1) lanes of v, a vector of N = 4, 8
+/// or 16 elements: lanes 2s + Odd, s < N/2. (The lists are written out: nvcc's
+/// host pass mangles a pack expanded inside __builtin_shufflevector.)
+template <int Odd, class Half, class Vec>
+[[gnu::always_inline]] inline void pick_lanes(Half& out, const Vec& v) {
+  constexpr int N = sizeof(Vec) / sizeof(v[0]);
+  if constexpr (N == 4) out = __builtin_shufflevector(v, v, Odd, 2 + Odd);
+  else if constexpr (N == 8) out = __builtin_shufflevector(v, v, Odd, 2 + Odd, 4 + Odd, 6 + Odd);
+  else {
+    static_assert(N == 16);
+    out = __builtin_shufflevector(v, v, Odd, 2 + Odd, 4 + Odd, 6 + Odd, 8 + Odd, 10 + Odd, 12 + Odd, 14 + Odd);
+  }
+}
+
+/// p's lanes combined adjacent first (lanes[s] = lanes[2s] ⊕ lanes[2s+1],
+/// level by level), as the tree combines the streams. Each level is one
+/// lane-wise operation on registers of half the width, the last pair a
+/// scalar one: a few instructions where one per lane, on values spilled to
+/// memory, made most of a small compensated sum's time.
+template <class Op, class Acc, int R>
+[[gnu::always_inline]] inline Acc combine_lanes(const pack<Acc, R>& p) {
+  constexpr int kCount = R / static_cast<int>(sizeof(typename pack<Acc, R>::elem));
+  if constexpr (kCount == 2) {
+    const Op op{};  // the scalar operator: the same result as lane_op on one lane
+    if constexpr (requires { p.error; })
+      return op(Acc{p.sum[0], p.error[0]}, Acc{p.sum[1], p.error[1]});
+    else
+      return op(p.v[0], p.v[1]);
+  } else {
+    pack<Acc, R / 2> even, odd, r;
+    if constexpr (requires { p.error; }) {
+      pick_lanes<0>(even.sum, p.sum), pick_lanes<1>(odd.sum, p.sum);
+      pick_lanes<0>(even.error, p.error), pick_lanes<1>(odd.error, p.error);
+    } else {
+      pick_lanes<0>(even.v, p.v), pick_lanes<1>(odd.v, p.v);
+    }
+    lane_op<Op>::apply(r, even, odd);
+    return combine_lanes<Op>(r);
+  }
+}
+
 /// The value of the aligned subtree of `size` complete vectors from vector
 /// `first` on. Pre: size is a power of two, size >= kLanes·kStepVectors;
 /// vectors first ... first + size − 1 lie wholly inside src.
@@ -381,21 +475,15 @@ template <int R, class Source, class Op>
   const std::int64_t base = first * V, stride = q * V;
   P stack[64];  // stack[h]: the pending subtree of 2^h steps (a binary counter)
   for (std::int64_t j = 0; j < steps; ++j) {
-    P units[kUnits];
-    for (int u = 0; u < kUnits; ++u) {
-      P c[kChunks];
-      fold_step<R, Op>(c, src, base + (j * kStepVectors + u * kChunks) * V, stride);
-      if constexpr (kChunks == 1) units[u] = c[0];
-      else if constexpr (kChunks == 2) combine<Op>(units[u], c[0], c[1]);
-      else {
-        combine<Op>(c[0], c[0], c[1]);
-        combine<Op>(c[2], c[2], c[3]);
-        combine<Op>(units[u], c[0], c[2]);
-      }
-    }
+    P units[kUnits];  // subtrees of kChunks vectors
+    unrolled<kUnits>([&](int u) __attribute__((always_inline)) {
+      fold_step<R, Op>(units[u], src, base + (j * kStepVectors + u * kChunks) * V, stride);
+    });
     P value;
-    if constexpr (kUnits == 1) value = units[0];
-    else if constexpr (kUnits == 2) combine<Op>(value, units[0], units[1]);
+    if constexpr (kUnits == 1)
+      value = units[0];
+    else if constexpr (kUnits == 2)
+      combine<Op>(value, units[0], units[1]);
     else {
       combine<Op>(units[0], units[0], units[1]);
       combine<Op>(units[2], units[2], units[3]);
@@ -405,17 +493,7 @@ template <int R, class Source, class Op>
     for (; (j >> h) & 1; ++h) combine<Op>(value, stack[h], value);
     stack[h] = value;
   }
-  const P& root = stack[tree::bit_width(static_cast<std::uint64_t>(steps)) - 1];
-  // The lanes, combined adjacent first.
-  Acc lanes[kLaneCount];
-  for (int s = 0; s < kLaneCount; ++s) {
-    if constexpr (requires { root.error; }) lanes[s] = {root.sum[s], root.error[s]};
-    else lanes[s] = root.v[s];
-  }
-  const Op op{};  // the scalar operator: the same result as lane_op on one lane
-  for (int m = kLaneCount; m > 1; m /= 2)
-    for (int s = 0; s < m / 2; ++s) lanes[s] = op(lanes[2 * s], lanes[2 * s + 1]);
-  return lanes[0];
+  return combine_lanes<Op>(stack[tree::bit_width(static_cast<std::uint64_t>(steps)) - 1]);
 }
 
 // One entry per instruction set; each is compiled for its target, with the
