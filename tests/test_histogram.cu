@@ -102,6 +102,41 @@ TYPED_TEST(Histogram, EveryForcedStrategyGivesTheSameCounts) {
   }
 }
 
+// Zipf-like samples (density ∝ x^-1.1, as `tally bench histogram` draws
+// them) over 300000 bins, with NaN and out-of-range samples as frequent as
+// the hottest bins: from 2^20 samples the GPU samples the keys for hot ones
+// (hot_keys), which must count exactly like the reference, whatever the grid.
+TYPED_TEST(Histogram, SkewedSamplesOverManyBinsCountExactly) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = (std::size_t(1) << 20) + 333;
+  const std::int64_t bins = 300000;
+  const double lo = 0.0, hi = 1.0;
+  const double top = 1.0 - std::pow(static_cast<double>(bins) + 1.0, -0.1);
+  std::vector<double> x(n);
+  for (auto& v : x) {
+    const std::int64_t draw = rng.integer(0, 99);
+    if (draw < 5) v = std::nan("");
+    else if (draw < 10) v = draw < 8 ? 1.5 : hi;  // above the range, and hi itself: in no bin
+    else v = (std::pow(1.0 - rng.real(0.0, 1.0) * top, -10.0) - 1.0) / static_cast<double>(bins);
+  }
+  buffer<double> samples(S::on_gpu, n);
+  buffer<std::int32_t> counts(S::on_gpu, static_cast<std::size_t>(bins));
+  samples.write(x);
+  const auto expected = reference_even<std::int32_t>(x, bins, lo, hi);
+  for (int grid : {0, 1, 9}) {
+    tally::histogram_options opts;
+    opts.grid_blocks = grid;
+    tally::histogram_strategy chosen = tally::histogram_strategy::automatic;
+    opts.chosen = &chosen;
+    tally::histogram_even(S::backend(), samples.data(), static_cast<std::int64_t>(n), bins, lo, hi, counts.data(),
+                          opts);
+    EXPECT_EQ(counts.read(), expected) << "grid " << grid;
+    if (S::on_gpu) EXPECT_EQ(chosen, tally::histogram_strategy::hot_keys) << "grid " << grid;
+  }
+}
+
 TYPED_TEST(Histogram, EverySampleInOneBin) {
   using S = TypeParam;
   const std::size_t n = 1 << 20;

@@ -61,6 +61,16 @@ histogram_plan shared(int registers, bool packed, std::int64_t stride, std::size
   return p;
 }
 
+/// hot_keys: a sample's frequent keys in shared memory, the others through
+/// global atomics aggregated on sampled evidence.
+histogram_plan hot_keys() {
+  histogram_plan p;
+  p.strategy = histogram_strategy::hot_keys;
+  p.aggregate = true;
+  p.sampled = true;
+  return p;
+}
+
 histogram_plan global(bool aggregate, bool sampled) {
   histogram_plan p;
   p.strategy = aggregate ? histogram_strategy::aggregated_atomics : histogram_strategy::plain_atomics;
@@ -122,8 +132,14 @@ TEST(HistogramPlan, CountingOnAnH100) {
       {"114688 bins: packed, exactly the budget", h100(kTenMillion, 114688, 4, true), kAuto,
        shared(0, true, 114688, 229376, 1, false, false, 229376)},
       // One more: 229392 bytes packed do not fit: global atomics, aggregated on sampled evidence.
-      {"114689 bins: global", h100(kTenMillion, 114689, 4, true), kAuto, global(true, true)},
-      {"10^7 bins: global", h100(kTenMillion, kTenMillion, 4, true), kAuto, global(true, true)},
+      // Beyond a block, from 2^20 elements: hot keys sampled (below: global atomics).
+      {"114689 bins: hot keys", h100(kTenMillion, 114689, 4, true), kAuto, hot_keys()},
+      {"10^7 bins: hot keys", h100(kTenMillion, kTenMillion, 4, true), kAuto, hot_keys()},
+      {"10^6 bins, 2^20 elements: hot keys", h100(1 << 20, 1000000, 4, true), kAuto, hot_keys()},
+      {"10^6 bins, 2^20 - 1 elements: global", h100((1 << 20) - 1, 1000000, 4, true), kAuto, global(true, true)},
+      {"2^32 - 2 bins: hot keys", h100(kTenMillion, 0xfffffffeLL, 4, true), kAuto, hot_keys()},
+      {"2^32 - 1 bins: keys beyond 32 bits, global", h100(kTenMillion, 0xffffffffLL, 4, true), kAuto,
+       global(true, true)},
       // Fewer elements than bins: privatising does not pay.
       {"n < bins: global", h100(999, 1000, 4, true), kAuto, global(true, true)},
       {"n == bins: shared", h100(1000, 1000, 4, true), kAuto, shared(0, false, 1000, 4000, 4, false, false, 16000)},
@@ -152,7 +168,7 @@ TEST(HistogramPlan, WeightedOnAnH100) {
       // Weighted sums are never packed: 28672 double bins (229376 bytes) fit, 28673 do not.
       {"28672 double bins: one copy", h100(kTenMillion, 28672, 8, false), kAuto,
        shared(0, false, 28672, 229376, 1, false, false, 229376)},
-      {"28673 double bins: global", h100(kTenMillion, 28673, 8, false), kAuto, global(true, true)},
+      {"28673 double bins: hot keys", h100(kTenMillion, 28673, 8, false), kAuto, hot_keys()},
   };
   for (const row& r : table) expect_plan(r);
 }
@@ -171,7 +187,7 @@ TEST(HistogramPlan, DevicesWithoutWhatSharedMemoryNeeds) {
   tiny.shared_per_block = 1024;  // nothing left after the runtime's reserve
   const std::vector<row> table = {
       {"no shared atomics for the value type", no_shared_atomics, kAuto, global(true, true)},
-      {"no cooperative launch (no grid barrier)", not_cooperative, kAuto, global(true, true)},
+      {"no cooperative launch (no grid barrier): hot keys", not_cooperative, kAuto, hot_keys()},
       {"48 KB: 12032 bins exactly fit", small, kAuto, shared(0, false, 12032, 48128, 1, false, false, 48128)},
       {"48 KB: 12033 bins packed", small_packed, kAuto, shared(0, true, 12040, 24080, 1, false, false, 24080)},
       {"no shared memory at all", tiny, kAuto, global(true, true)},
@@ -183,6 +199,7 @@ TEST(HistogramPlan, ForcedStrategies) {
   const std::vector<row> table = {
       {"forced aggregated", h100(kTenMillion, 10, 4, true), histogram_strategy::aggregated_atomics, global(true, false)},
       {"forced plain", h100(kTenMillion, 10, 4, true), histogram_strategy::plain_atomics, global(false, false)},
+      {"forced hot keys, few elements", h100(10, 10, 8, false), histogram_strategy::hot_keys, hot_keys()},
       // Forced shared even when n < bins (automatic would go global).
       {"forced shared, n < bins", h100(10, 1000, 4, true), histogram_strategy::shared_memory,
        shared(0, false, 1000, 4000, 4, false, false, 16000)},
@@ -226,6 +243,21 @@ TEST(HistogramPlan, ForcedStrategiesThatCannotRunAreRejected) {
   not_cooperative.cooperative = false;
   expect_invalid([&] { (void)choose_histogram_plan(not_cooperative, histogram_strategy::shared_memory, "histogram_even"); },
                  {"histogram_even", "'options.strategy'"});
+  // hot_keys: keys below 2^32 - 1, shared-memory atomics, 81 KB of shared memory a block.
+  expect_invalid(
+      [&] {
+        (void)choose_histogram_plan(h100(kTenMillion, 0xffffffffLL, 4, true), histogram_strategy::hot_keys,
+                                    "scatter_reduce");
+      },
+      {"scatter_reduce", "'options.strategy'", "hot_keys", "4294967295"});
+  auto no_shared_atomics = h100(kTenMillion, 100, 16, false);
+  no_shared_atomics.shared_atomics = false;
+  expect_invalid([&] { (void)choose_histogram_plan(no_shared_atomics, histogram_strategy::hot_keys, "scatter_reduce"); },
+                 {"scatter_reduce", "'options.strategy'", "hot_keys"});
+  auto small = h100(kTenMillion, 100000, 4, true);
+  small.shared_per_block = 81 * 1024 - 1;
+  expect_invalid([&] { (void)choose_histogram_plan(small, histogram_strategy::hot_keys, "histogram_even"); },
+                 {"histogram_even", "'options.strategy'", "hot_keys"});
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ inline std::vector<double> samples_at_edges(std::int64_t bins, double lo, double
 inline constexpr tally::histogram_strategy kAllStrategies[] = {
     tally::histogram_strategy::automatic, tally::histogram_strategy::shared_memory,
     tally::histogram_strategy::cluster_memory, tally::histogram_strategy::aggregated_atomics,
-    tally::histogram_strategy::plain_atomics};
+    tally::histogram_strategy::plain_atomics,   tally::histogram_strategy::hot_keys};
 
 /// Every option set a rejection must hold for: each strategy, plain and deterministic.
 inline std::vector<tally::histogram_options> every_mode() {

@@ -199,6 +199,8 @@ TYPED_TEST(IndexAddErrors, EveryBadArgumentIsNamedAndLeavesOutUntouched) {
     rejected(call(i, s, rows, cols, o, out_rows, forced), "options.strategy", mode);
     forced.strategy = histogram_strategy::cluster_memory;
     rejected(call(i, s, rows, cols, o, out_rows, forced), "options.strategy", mode);
+    forced.strategy = histogram_strategy::hot_keys;
+    rejected(call(i, s, rows, cols, o, out_rows, forced), "options.strategy", mode);
     index_add_options det = opts;
     det.deterministic = true;
     rejected([&] { tally::index_add(b, i, s, rows, cols, o, out_rows, maximum{}, det); }, "options.deterministic",

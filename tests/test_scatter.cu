@@ -154,6 +154,86 @@ TYPED_TEST(Scatter, DeterministicSumsAreBitwiseStable) {
   }
 }
 
+/// Keys skewed as hot_keys expects them: 40 % on one key, 20 % on three, 10 %
+/// on 300 (each still above the sample's 0.1 % threshold only in part), the
+/// rest uniform over `size`, shuffled.
+std::vector<std::int32_t> skewed_keys(random_source& rng, std::size_t n, std::int64_t size) {
+  const std::int32_t few[3] = {static_cast<std::int32_t>(size - 1), static_cast<std::int32_t>(size / 2), 999};
+  std::vector<std::int32_t> index(n);
+  for (auto& k : index) {
+    const std::int64_t draw = rng.integer(0, 99);
+    if (draw < 40) k = 7;
+    else if (draw < 60) k = few[rng.integer(0, 2)];
+    else if (draw < 70) k = static_cast<std::int32_t>(1000 + 17 * rng.integer(0, 299));
+    else k = static_cast<std::int32_t>(rng.integer(0, size - 1));
+  }
+  return index;
+}
+
+// Skewed keys over more bins than a block holds, from 2^20 elements: the GPU
+// picks hot_keys by itself. Exact integer sums, maxima (the hot sums' CAS in
+// shared memory) and deterministic sums equal to the CPU's bits, for the
+// automatic and the forced strategy and several grids.
+TYPED_TEST(Scatter, SkewedKeysOverManyBinsAreSummedExactly) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = (std::size_t(1) << 20) + 4099;
+  const std::int64_t size = 1000003;
+  const auto index = skewed_keys(rng, n, size);
+  std::vector<std::int64_t> integers(n);
+  std::vector<double> reals(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    integers[i] = rng.integer(-1000000, 1000000);
+    reals[i] = std::ldexp(rng.real(-1.0, 1.0), static_cast<int>(rng.integer(-10, 10)));
+  }
+  std::vector<std::int64_t> start(static_cast<std::size_t>(size));
+  for (auto& v : start) v = rng.integer(-5, 5);
+  auto sums = start;
+  std::vector<double> maxima(static_cast<std::size_t>(size), -1e300);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(index[i]);
+    sums[k] += integers[i];
+    maxima[k] = std::max(maxima[k], reals[i]);
+  }
+  std::vector<double> reference(static_cast<std::size_t>(size), 0.0);
+  tally::histogram_options det;
+  det.deterministic = true;
+  tally::scatter_reduce(tally::cpu.with_threads(1), index.data(), reals.data(), static_cast<std::int64_t>(n),
+                        reference.data(), size, tally::plus{}, det);
+
+  buffer<std::int32_t> idx(S::on_gpu, n);
+  buffer<std::int64_t> ints(S::on_gpu, n), int_out(S::on_gpu, static_cast<std::size_t>(size));
+  buffer<double> vals(S::on_gpu, n), out(S::on_gpu, static_cast<std::size_t>(size));
+  idx.write(index);
+  ints.write(integers);
+  vals.write(reals);
+  for (auto s : {tally::histogram_strategy::automatic, tally::histogram_strategy::hot_keys}) {
+    for (int grid : {0, 1, 5}) {
+      SCOPED_TRACE(std::string(tally::to_string(s)) + " grid " + std::to_string(grid));
+      tally::histogram_options opts;
+      opts.strategy = s;
+      opts.grid_blocks = grid;
+      tally::histogram_strategy chosen = tally::histogram_strategy::automatic;
+      opts.chosen = &chosen;
+      int_out.write(start);
+      tally::scatter_reduce(S::backend(), idx.data(), ints.data(), static_cast<std::int64_t>(n), int_out.data(), size,
+                            tally::plus{}, opts);
+      EXPECT_EQ(int_out.read(), sums);
+      if (S::on_gpu) EXPECT_EQ(chosen, tally::histogram_strategy::hot_keys);
+      out.write(std::vector<double>(static_cast<std::size_t>(size), -1e300));
+      tally::scatter_reduce(S::backend(), idx.data(), vals.data(), static_cast<std::int64_t>(n), out.data(), size,
+                            tally::maximum{}, opts);
+      EXPECT_EQ(out.read(), maxima);
+      opts.deterministic = true;
+      out.write(std::vector<double>(static_cast<std::size_t>(size), 0.0));
+      tally::scatter_reduce(S::backend(), idx.data(), vals.data(), static_cast<std::int64_t>(n), out.data(), size,
+                            tally::plus{}, opts);
+      EXPECT_TRUE(bitwise_equal(out.read(), reference));
+    }
+  }
+}
+
 /// ceil(log2 n), written here (histogram_options: the scale's headroom).
 int ceil_log2(std::int64_t n) {
   int bits = 0;

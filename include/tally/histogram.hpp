@@ -10,15 +10,20 @@
 //
 // On the GPU the strategy is chosen from the bin count, the value size and
 // the device (cuda/dispatch/histogram_strategy.hpp): shared-memory bins per
-// block (up to ~57K 32-bit bins, ~114K when counting with 16-bit counters),
-// bins spread over a Hopper cluster's shared memories (forced only),
-// warp-aggregated global atomics under contention, plain global atomics
-// otherwise. histogram_options::strategy forces one, and
+// block (up to ~57K 32-bit bins, ~114K when counting with 16-bit counters);
+// beyond that, from 2^20 elements, hot_keys: a sample of 16384 keys finds
+// the frequent ones (~1/2048 of the elements or more), which each block sums
+// in shared memory, while the others go to global atomics -- skewed keys
+// (Zipf-like) no longer queue on a few L2 lines, and uniform keys, whose
+// sample finds none, pay only the sample; bins spread over a Hopper
+// cluster's shared memories (forced only); warp-aggregated global atomics
+// under contention, plain global atomics otherwise. histogram_options::strategy forces one, and
 // histogram_options::chosen reports the one taken.
 // Scratch: GPU calls draw it from the workspace (gpu.with(ws), else the
 // stream's), once per call: the error words, and for counting beyond 32-bit
 // bins in a block or deterministic calls one row of bins per block, up to
-// 32 MB (kept by the workspace for later calls); histogram_range's levels.
+// 32 MB (kept by the workspace for later calls); histogram_range's levels;
+// hot_keys' table of 16 KB.
 //
 // Errors: every argument is checked before anything is written (checked
 // mode, the default): null, overlapping or (GPU) host pointers, bad ranges,

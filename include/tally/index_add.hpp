@@ -5,11 +5,13 @@
 // indices are grouped (__match_any_sync), each group's rows are combined in
 // registers, and one atomic per (index, column) goes to the output, so a key
 // that takes half the rows costs about 1/16 of the atomics of one atomic per
-// element (aggregated_atomics). For wide rows (256 bytes or more) on large
-// inputs it sorts the rows by index instead (sorted_rows: a radix sort of
-// the 32-bit keys with the row numbers, then each index's rows summed in
-// registers and its output row updated once), which reads and writes each
-// output row about once rather than once per warp group. plain_atomics, one
+// element (aggregated_atomics). For rows of 64 bytes or more (32 in
+// deterministic calls) on inputs of 16 MB or more it sorts the rows by index
+// instead (sorted_rows: a radix sort of the 32-bit keys with the row numbers,
+// then each index's rows summed in registers, several narrow rows' tasks a
+// warp, and its output row updated once), which reads and writes each output
+// row about once rather than once per warp group, and does not slow down
+// when a few keys take most rows. plain_atomics, one
 // atomic per element, and the other two can be forced through
 // options.strategy (for comparisons); options.chosen reports the one that
 // ran. The CPU backend groups the rows by blocks of output rows
@@ -70,7 +72,7 @@ namespace tally {
 /// Errors (checked mode, the default): every argument is checked before
 /// anything is written: null, overlapping or (GPU) host pointers, negative
 /// sizes, strides below cols, sizes that overflow the address space, a
-/// strategy index_add does not have (shared_memory, cluster_memory: on both
+/// strategy index_add does not have (shared_memory, cluster_memory, hot_keys: on both
 /// backends), a forced sorted_rows on the GPU with rows or out_rows of 2^32 − 1
 /// or more, opts.deterministic with an operator other than plus. Each is a
 /// tally::invalid_argument naming index_add and the argument, and leaves out
@@ -96,8 +98,8 @@ namespace tally {
 /// value outside the contract (NaN, ±inf, or too large for a given scale) in
 /// a row that lands in out counts as 0, the other values are applied, and
 /// the call then reports invalid_argument naming 'src' (or sets
-/// opts.errors->bad_value). GPU scratch: with sorted_rows (chosen as without
-/// determinism), the sort's (16 bytes a row and CUB's storage) and one int64
+/// opts.errors->bad_value). GPU scratch: with sorted_rows (chosen for rows of
+/// 32 bytes or more), the sort's (16 bytes a row and CUB's storage) and one int64
 /// sum per 256 sorted rows and column; otherwise the int64 sums of the
 /// elements rows can reach -- out_rows × cols × 8 bytes plus 4 per output
 /// row, or, when it is smaller, rows × cols × 8 bytes plus 8 per output row --

@@ -58,7 +58,8 @@ struct hist_settings {
 };
 
 constexpr histogram_strategy kForced[] = {histogram_strategy::shared_memory, histogram_strategy::cluster_memory,
-                                          histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics};
+                                          histogram_strategy::aggregated_atomics, histogram_strategy::plain_atomics,
+                                          histogram_strategy::hot_keys};
 
 /// Reads `bins` counts back and compares them with the reference.
 template <class C>

@@ -51,6 +51,7 @@ struct scatter_settings {
   std::vector<int> widths{128};
   std::vector<double> hots{0.5, 0.1, 0.0};
   std::vector<std::string> types{"f32", "bf16", "f64"};
+  bool plain_atomics = true;  ///< time the plain-atomics rows (a bf16 call on a hot row takes seconds)
 };
 
 /// One problem: the keys, the values (-1, 0, 1) and the exact sums.
@@ -269,8 +270,9 @@ class scatter_bench {
     add("tally", histogram_strategy::automatic, false);
     add("tally aggregated atomics", histogram_strategy::aggregated_atomics, false);
     add("tally sorted rows", histogram_strategy::sorted_rows, false);
-    add("tally plain atomics", histogram_strategy::plain_atomics, false);
+    if (s_.plain_atomics) add("tally plain atomics", histogram_strategy::plain_atomics, false);
     add("tally deterministic", histogram_strategy::automatic, true);
+    add("tally deterministic sorted rows", histogram_strategy::sorted_rows, true);
   }
 
   const scatter_settings& s_;
@@ -306,6 +308,9 @@ void add_bench_scatter(CLI::App& bench) {
       ->delimiter(',')
       ->check(CLI::IsMember({"f32", "bf16", "f64"}))
       ->capture_default_str();
+  cmd->add_flag_callback(
+      "--no-plain-atomics", [s] { s->plain_atomics = false; },
+      "leave out the plain-atomics rows (one atomic per element: seconds a call on a hot row of bf16)");
   cmd->callback([s] {
     if (!use_gpu(s->common, "tally bench scatter")) {
       std::cout << "tally bench scatter: the row-scatter study times GPU atomics; nothing to run on the CPU\n";

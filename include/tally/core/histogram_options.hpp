@@ -17,6 +17,8 @@ enum class histogram_strategy {
   aggregated_atomics,  ///< warp-aggregated atomics on the output in global memory
   plain_atomics,       ///< one global atomic per element
   sorted_rows,         ///< index_add only: rows grouped by key (a radix sort), each key's rows summed in registers
+  hot_keys,            ///< histograms and scatter_reduce: the keys a sample finds frequent summed in each block's
+                       ///< shared memory, the others by global atomics (skewed keys over many bins)
 };
 
 /// The strategy's name as `tally bench` prints it.
@@ -28,6 +30,7 @@ constexpr const char* to_string(histogram_strategy s) {
     case histogram_strategy::aggregated_atomics: return "aggregated_atomics";
     case histogram_strategy::plain_atomics: return "plain_atomics";
     case histogram_strategy::sorted_rows: return "sorted_rows";
+    case histogram_strategy::hot_keys: return "hot_keys";
   }
   return "?";
 }

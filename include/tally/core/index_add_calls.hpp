@@ -86,7 +86,8 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
   static_assert(is_index_add_op_v<Op>, "tally::index_add: the operator must be tally::plus, minimum or maximum");
   const bool checked = opts.checks == check_mode::checked;
   check_errors_option(kIndexAdd, opts);
-  if (opts.strategy == histogram_strategy::shared_memory || opts.strategy == histogram_strategy::cluster_memory)
+  if (opts.strategy == histogram_strategy::shared_memory || opts.strategy == histogram_strategy::cluster_memory ||
+      opts.strategy == histogram_strategy::hot_keys)
     throw_invalid_argument(kIndexAdd, "options.strategy",
                            std::string("is ") + to_string(opts.strategy) +
                                ", which index_add does not have (it runs automatic, aggregated_atomics, "

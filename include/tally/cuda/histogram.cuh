@@ -54,6 +54,13 @@ histogram_plan plan_scatter(const Items& items, std::int64_t bins, const histogr
   return choose_histogram_plan(problem, opts.strategy, function);
 }
 
+/// Bytes of the hot-key table and its sample a plan needs (hot_keys with elements only).
+inline std::size_t hot_table_bytes(const histogram_plan& plan, std::int64_t n) {
+  return plan.strategy == histogram_strategy::hot_keys && n > 0
+             ? (hk::kHotTableWords + hk::kHotSample) * sizeof(unsigned)
+             : 0;
+}
+
 /// Bytes of the key's host tables to copy (histogram_range's levels), 0 for other keys.
 template <class Items>
 std::size_t staged_bytes(const Items& items) {
@@ -112,6 +119,8 @@ histogram_strategy scatter_slices(const gpu_backend& gpu, const Items& items, st
       if (opts.strategy != histogram_strategy::automatic) throw_cannot_launch(function, opts.strategy);
       plan = plan_global(true, true);
     }
+    if (plan.strategy == histogram_strategy::hot_keys)
+      launch_hot_keys(gpu, part, out, op, bins, report, opts, scratch.hot);
     if (plan.strategy == histogram_strategy::aggregated_atomics ||
         plan.strategy == histogram_strategy::plain_atomics)
       launch_global_atomics(gpu, part, out, op, plan, bins, report, opts);
@@ -202,6 +211,7 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
   scatter_scratch_needs needs;
   needs.words = reporting || (opts.checks == check_mode::checked && opts.errors);
   needs.rows = items.n > 0 && writes_rows<Items, Out>(plan) ? rows_bytes(plan) : 0;
+  needs.hot = hot_table_bytes(plan, items.n);
   needs.levels = staged_bytes(items);
   const scatter_scratch scratch =
       carve_scatter_scratch(scratch_for(gpu), scatter_scratch_layout::of(needs), gpu.stream);
@@ -239,6 +249,7 @@ void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int6
   needs.words = true;
   needs.rows = one_launch && writes_rows<Items, V>(plan) ? rows_bytes(plan) : 0;
   needs.sums = n > 0 ? static_cast<std::size_t>(bins) * sizeof(long long) : 0;
+  needs.hot = hot_table_bytes(plan, n);
   needs.levels = staged_bytes(items);
   const scatter_scratch scratch =
       carve_scatter_scratch(scratch_for(gpu), scatter_scratch_layout::of(needs), gpu.stream);

@@ -42,17 +42,22 @@ inline bool sorted_rows_fit(std::int64_t rows, std::int64_t out_rows) {
   return rows <= std::int64_t{0xffffffff} && out_rows < std::int64_t{0xffffffff};
 }
 
-/// The automatic choice: sorted_rows for rows of at least 512 bytes (a
-/// run's sum then fills all 32 lanes of a warp with 16-byte loads) on inputs
-/// large enough to amortise the sort; warp-aggregated atomics otherwise.
-/// Measured on the H100, 7.77 M rows of 128 into 1.72 M: f32 (512 bytes)
-/// sorted 2253 / 2329 µs (half the rows to one key / uniform) against
-/// aggregated 3942 / 4720; bf16 (256 bytes, half the lanes idle, the kernel
-/// then bound by its per-row instructions) sorted 3436 / 3485 against
-/// aggregated 2539 / 2383.
-inline bool sorted_rows_pay(std::int64_t rows, std::int64_t cols, std::size_t value_bytes) {
+/// The automatic choice: sorted_rows on inputs large enough to amortise the
+/// sort (16 MB of src), for rows of at least 64 bytes (32 in deterministic
+/// calls); warp-aggregated atomics otherwise. Measured on the H100, µs, half
+/// the rows to one key / uniform keys, sorted against aggregated:
+///   f32 × 128 (7.77 M rows into 1.72 M)  2297 / 2375 against 3938 / 4733
+///   bf16 × 128                           2273 / 2417 against 2538 / 2388
+///   f32 × 16 (62 M rows)                 4391 / 4870 against 28873 / 7656
+///   bf16 × 16 (32-byte rows)             5953 / 6574 against 15691 / 3987
+/// and deterministic, sorted against the int64 sums of aggregated atomics:
+///   bf16 × 16 14237 / 15529 against 81307 / 17053 (every other case wider apart).
+/// (The sort costs the same whatever the row width, so for narrow rows only
+/// skewed keys pay for it; 32-byte rows lose more on uniform keys than they
+/// win on skewed ones, unless the call is deterministic.)
+inline bool sorted_rows_pay(std::int64_t rows, std::int64_t cols, std::size_t value_bytes, bool deterministic) {
   const auto row_bytes = static_cast<std::size_t>(cols) * value_bytes;
-  return row_bytes >= 512 && static_cast<std::size_t>(rows) * row_bytes >= (std::size_t{1} << 24);
+  return row_bytes >= (deterministic ? 32u : 64u) && static_cast<std::size_t>(rows) * row_bytes >= (std::size_t{1} << 24);
 }
 
 /// The strategy that runs (core/index_add_calls.hpp has rejected the ones
@@ -69,7 +74,8 @@ histogram_strategy strategy_of(const row_scatter<I, V>& p, const histogram_optio
                                    std::to_string(p.rows) + ", out_rows = " + std::to_string(p.out_rows) + ")");
       return histogram_strategy::sorted_rows;
     case histogram_strategy::automatic:
-      if (p.out_rows > 0 && sorted_rows_fit(p.rows, p.out_rows) && sorted_rows_pay(p.rows, p.cols, sizeof(V)))
+      if (p.out_rows > 0 && sorted_rows_fit(p.rows, p.out_rows) &&
+          sorted_rows_pay(p.rows, p.cols, sizeof(V), opts.deterministic))
         return histogram_strategy::sorted_rows;
       return histogram_strategy::aggregated_atomics;
     default: return histogram_strategy::aggregated_atomics;
@@ -118,12 +124,13 @@ template <class I, class V, class Runs>
 void launch_sorted_runs(const gpu_backend& gpu, const row_scatter<I, V>& p, const sorted_rows_scratch& scratch,
                         const Runs& runs, const index_add_options& opts) {
   const auto kernel = iak::sorted_rows_kernel<I, V, Runs>;
-  const std::int64_t tiles = iak::sorted_tiles<V>(p.cols);
+  const int group = iak::sorted_group<V>(p.cols);
+  const std::int64_t tiles = iak::sorted_tiles<V>(p.cols, group);
   launch("launch of tally::kernels::index_add::sorted_rows_kernel",
-         launch_config(dim3(index_add_grid(kernel, iak::sorted_tasks(p.rows) * tiles * 32, opts)), dim3(iak::kThreads), 0,
-                       gpu.stream),
+         launch_config(dim3(index_add_grid(kernel, iak::sorted_tasks(p.rows) * tiles * group, opts)),
+                       dim3(iak::kThreads), 0, gpu.stream),
          kernel, p, static_cast<const unsigned*>(scratch.keys[1]), static_cast<const unsigned*>(scratch.rows_of[1]),
-         runs);
+         runs, group);
 }
 
 /// A deterministic call's quantisation: the scale given, or derived on the
@@ -265,8 +272,8 @@ void run_index_add_deterministic(const gpu_backend& gpu, const row_scatter<I, V>
                                  const index_add_options& opts) {
   using namespace gpu_index_add;
   namespace hk = kernels::histogram;
-  // The same choice as without determinism; the int64 additions are exact in
-  // any order, so every strategy gives the same bits.
+  // The int64 additions are exact in any order, so every strategy gives the
+  // same bits.
   const histogram_strategy strategy = strategy_of(p, opts);
   const bool checked = p.report_out_of_range;
   if (checked && !opts.errors) gpu_histogram::refuse_waiting_capture(gpu, kIndexAdd);

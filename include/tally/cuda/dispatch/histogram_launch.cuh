@@ -15,6 +15,7 @@
 #include "tally/cuda/dispatch/histogram_strategy.hpp"
 #include "tally/cuda/kernels/histogram_cluster_memory.cuh"
 #include "tally/cuda/kernels/histogram_global_atomics.cuh"
+#include "tally/cuda/kernels/histogram_hot_keys.cuh"
 #include "tally/cuda/kernels/histogram_registers.cuh"
 #include "tally/cuda/kernels/histogram_shared_memory.cuh"
 #include "tally/cuda/launch.cuh"
@@ -130,6 +131,32 @@ void launch_global_atomics(const gpu_backend& gpu, const Items& items, Out* out,
       launch_config(dim3(static_cast<unsigned>(shape.grid)), dim3(shape.threads), 0, gpu.stream);
   launch("launch of tally::kernels::histogram::global_atomics_kernel", config, kernel, items, out, op, bins, mode,
          report);
+}
+
+/// The hot keys of `items` (sample_keys_kernel into hk::kHotSample words
+/// after the table, find_hot_keys_kernel into the table's hk::kHotTableWords
+/// words of scratch), then hot_keys_kernel. Pre: plan_hot_keys's conditions
+/// (fits_hot_keys); items.n > 0.
+template <class Items, class Out, class Op>
+void launch_hot_keys(const gpu_backend& gpu, const Items& items, Out* out, const Op& op, std::int64_t bins,
+                     hk::out_of_range_report report, const histogram_options& opts, unsigned* table) {
+  unsigned* sample = table + hk::kHotTableWords;
+  launch("launch of tally::kernels::histogram::sample_keys_kernel",
+         launch_config(hk::kHotSample / hk::kSampleBlockThreads, hk::kSampleBlockThreads, 0, gpu.stream),
+         hk::sample_keys_kernel<Items>, items, bins, sample);
+  const auto find = hk::find_hot_keys_kernel<>;
+  TALLY_CUDA(cudaFuncSetAttribute(find, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(hk::kSketchBytes)));
+  launch("launch of tally::kernels::histogram::find_hot_keys_kernel",
+         launch_config(1, hk::kHotSampleThreads, hk::kSketchBytes, gpu.stream), find,
+         static_cast<const unsigned*>(sample), table);
+  const auto kernel = hk::hot_keys_kernel<Items, Out, Op>;
+  const std::size_t sums_bytes = hk::kHotSlots * sizeof(hk::stored_t<Items>);
+  TALLY_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sums_bytes)));
+  const launch_shape shape = shape_hot_keys(kernel, items.n, sums_bytes, opts);
+  const cudaLaunchConfig_t config =
+      launch_config(dim3(static_cast<unsigned>(shape.grid)), dim3(shape.threads), sums_bytes, gpu.stream);
+  launch("launch of tally::kernels::histogram::hot_keys_kernel", config, kernel, items, out, op,
+         hk::hot_keys_params{bins, table, report});
 }
 
 }  // namespace tally::detail

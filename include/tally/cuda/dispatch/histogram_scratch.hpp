@@ -4,7 +4,7 @@
 // carves them from one draw. (Drawing twice is never safe: a workspace that
 // grows frees its old block, which earlier pointers still address.)
 //
-//   [zeroed words: error_words] [partial rows] [int64 sums] [staged levels]
+//   [zeroed words: error_words] [partial rows] [int64 sums] [hot-key table] [staged levels]
 //    workspace::kZeroedBytes     256-aligned regions, each only when needed
 #pragma once
 
@@ -21,13 +21,14 @@ struct scatter_scratch_needs {
   bool words = false;       ///< error words (checked reports, deterministic calls, an errors record)
   std::size_t rows = 0;     ///< partial rows of the shared_memory kernel (histogram_shapes.cuh)
   std::size_t sums = 0;     ///< int64 sums of a deterministic call whose bins do not fit a block
+  std::size_t hot = 0;      ///< hot_keys: the table of hot keys and the sample (kernels/histogram_hot_keys.cuh)
   std::size_t levels = 0;   ///< histogram_range's levels, copied from the host
 };
 
 /// Offsets past the zeroed bytes, and the bytes to draw.
 struct scatter_scratch_layout {
   static constexpr std::size_t kAlignment = 256;
-  std::size_t rows = 0, sums = 0, levels = 0;
+  std::size_t rows = 0, sums = 0, hot = 0, levels = 0;
   std::size_t rows_bytes = 0;
   std::size_t bytes = 0;  ///< past workspace::kZeroedBytes
   bool draws = false;     ///< whether the call touches the workspace at all
@@ -39,7 +40,8 @@ struct scatter_scratch_layout {
     layout.rows = 0;
     layout.rows_bytes = needs.rows;
     layout.sums = layout.rows + aligned(needs.rows);
-    layout.levels = layout.sums + aligned(needs.sums);
+    layout.hot = layout.sums + aligned(needs.sums);
+    layout.levels = layout.hot + aligned(needs.hot);
     layout.bytes = layout.levels + needs.levels;
     layout.draws = needs.words || layout.bytes > 0;
     return layout;
@@ -52,6 +54,7 @@ struct scatter_scratch {
   void* rows = nullptr;  ///< 256-byte aligned
   std::size_t rows_bytes = 0;
   long long* sums = nullptr;
+  unsigned* hot = nullptr;
   void* levels = nullptr;
 };
 
@@ -67,6 +70,7 @@ inline scatter_scratch carve_scatter_scratch(workspace& ws, const scatter_scratc
   scratch.rows = after_words + layout.rows;
   scratch.rows_bytes = layout.rows_bytes;
   scratch.sums = reinterpret_cast<long long*>(after_words + layout.sums);
+  scratch.hot = reinterpret_cast<unsigned*>(after_words + layout.hot);
   scratch.levels = after_words + layout.levels;
   return scratch;
 }

@@ -169,4 +169,23 @@ launch_shape shape_global_atomics(Kernel kernel, std::int64_t n, const histogram
   return shape;
 }
 
+/// hot_keys_kernel: as many blocks of kHotKeysThreads as fit at once, at
+/// most kMaxHotKeysBlocksPerSm per SM: enough atomics in flight for the keys
+/// that are not hot, while the flush (a global atomic per hot key per block:
+/// ~120 keys for Zipf-like keys, 2048 at most) stays small.
+template <class Kernel>
+launch_shape shape_hot_keys(Kernel kernel, std::int64_t n, std::size_t shared_bytes, const histogram_options& opts) {
+  launch_shape shape;
+  shape.threads = kHotKeysThreads;
+  shape.shared_bytes = shared_bytes;
+  int per_sm = 0;
+  TALLY_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kHotKeysThreads, shared_bytes));
+  std::int64_t grid = static_cast<std::int64_t>(std::clamp(per_sm, 1, kMaxHotKeysBlocksPerSm)) *
+                      current_device_info().sm_count;
+  grid = std::min(grid, grid_limit(n, kHotKeysThreads));
+  if (opts.grid_blocks > 0) grid = opts.grid_blocks;
+  shape.grid = grid;
+  return shape;
+}
+
 }  // namespace tally::detail

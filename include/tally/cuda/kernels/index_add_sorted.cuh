@@ -1,8 +1,8 @@
 // The sorted_rows strategy of index_add: the rows' keys are radix-sorted with
 // their row numbers (CUB, dispatch in cuda/index_add.cuh), so that each key's
 // rows form one run of sorted positions. A warp takes kSortedChunk positions
-// and, lanes over columns (16 bytes each), sums each run in registers in row
-// order. A run that no other chunk shares updates its output row with a plain
+// and, lanes over columns (16 bytes each; narrow rows: several tasks a warp),
+// sums each run in registers in row order. A run that no other chunk shares updates its output row with a plain
 // read-modify-write; the pieces of a run cut by a chunk boundary go through
 // the sink's atomics. Each output row is thus read and written about once,
 // where atomics from rows in random order re-fetch rows that L2 cannot hold
@@ -33,10 +33,23 @@ __host__ __device__ constexpr std::int64_t sorted_tasks(std::int64_t rows) {
   return (rows + kSortedChunk - 1) / kSortedChunk;
 }
 
-/// Column tiles of a task: 32 lanes of kChunk<V> values each.
+/// Lanes that share a task: enough 16-byte chunks to cover a row, as a power
+/// of two from 4 (kSortedUnroll rows broadcast at a time) to 32. A warp runs
+/// 32 / group tasks side by side, so narrow rows keep every lane busy (a
+/// 128-wide bfloat16 row is 16 chunks: one task per warp would leave half the
+/// lanes idle).
 template <class V>
-__host__ __device__ constexpr std::int64_t sorted_tiles(std::int64_t cols) {
-  return (cols + 32 * kChunk<V> - 1) / (32 * kChunk<V>);
+__host__ __device__ constexpr int sorted_group(std::int64_t cols) {
+  const std::int64_t chunks = (cols + kChunk<V> - 1) / kChunk<V>;
+  int group = 4;
+  while (group < 32 && group < chunks) group *= 2;
+  return group;
+}
+
+/// Column tiles of a task: `group` lanes of kChunk<V> values each.
+template <class V>
+__host__ __device__ constexpr std::int64_t sorted_tiles(std::int64_t cols, int group) {
+  return (cols + group * kChunk<V> - 1) / (group * kChunk<V>);
 }
 
 /// keys[i] = index[i] where it lies in [0, out_rows), else out_rows (which
@@ -151,30 +164,40 @@ __device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std
 /// out[key] ⊕= src rows, for the sorted positions of p's rows: keys (sorted,
 /// out_rows for rows out of range, which sort last) and rows_of (each
 /// position's row). Grid-stride over the tasks (kSortedChunk positions × a
-/// tile of 32·kChunk<V> columns). Pre: blockDim.x == kThreads, p.rows and
-/// p.cols > 0.
+/// tile of group·kChunk<V> columns), 32 / group tasks a warp at a time; the
+/// loops are warp-uniform (every lane of a warp goes round them together, so
+/// the groups' broadcasts may use the full mask) and each group's state
+/// (run, flags) is uniform within the group. Pre: blockDim.x == kThreads,
+/// p.rows and p.cols > 0, group == sorted_group<V>(p.cols).
 template <class I, class V, class Runs>
 __global__ void __launch_bounds__(kThreads)
-    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Runs runs) {
+    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Runs runs,
+                       int group) {
   using Acc = typename Runs::acc_type;
   constexpr int W = kChunk<V>;
   constexpr int U = kSortedUnroll;
   const int lane = static_cast<int>(threadIdx.x & 31);
+  const int member = lane & (group - 1);
+  const int per_warp = 32 / group;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (kThreads / 32);
   const std::int64_t warp = static_cast<std::int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
-  const std::int64_t tile = 32 * W;
-  const std::int64_t tiles = sorted_tiles<V>(p.cols);
+  const std::int64_t tile = static_cast<std::int64_t>(group) * W;
+  const std::int64_t tiles = sorted_tiles<V>(p.cols, group);
   const std::int64_t tasks = sorted_tasks(p.rows) * tiles;
-  const auto none = static_cast<unsigned>(p.out_rows);           // never a valid key
-  for (std::int64_t task = warp; task < tasks; task += warps) {  // warp-uniform
-    const std::int64_t chunk = task / tiles;
-    const std::int64_t c = (task - chunk * tiles) * tile + static_cast<std::int64_t>(lane) * W;
-    const int count = c < p.cols ? static_cast<int>(p.cols - c < W ? p.cols - c : W) : 0;
+  const auto none = static_cast<unsigned>(p.out_rows);  // never a valid key
+  for (std::int64_t first_task = warp * per_warp; first_task < tasks; first_task += warps * per_warp) {
+    const std::int64_t task = first_task + lane / group;
+    const bool live = task < tasks;
+    const std::int64_t chunk = live ? task / tiles : 0;
+    const std::int64_t c = (task - chunk * tiles) * tile + static_cast<std::int64_t>(member) * W;
+    const int count = live && c < p.cols ? static_cast<int>(p.cols - c < W ? p.cols - c : W) : 0;
     const std::int64_t s0 = chunk * kSortedChunk;
-    const std::int64_t s1 = s0 + kSortedChunk < p.rows ? s0 + kSortedChunk : p.rows;
-    const unsigned before = s0 > 0 ? keys[s0 - 1] : none, after = s1 < p.rows ? keys[s1] : none;
-    unsigned run = keys[s0];
-    if (run == none) continue;  // the chunk holds only rows out of range
+    const std::int64_t s1 = !live ? s0 : s0 + kSortedChunk < p.rows ? s0 + kSortedChunk : p.rows;
+    const unsigned before = live && s0 > 0 ? keys[s0 - 1] : none, after = live && s1 < p.rows ? keys[s1] : none;
+    unsigned run = live ? keys[s0] : none;
+    // A task whose first key is none holds only rows out of range: nothing to sum.
+    const bool any = run != none;
+    bool ended = !any;
     bool shared = run == before;
     // A run's sum starts at its first row's values (not at the identity:
     // 0 + (−0) would lose the sign of an all −0 sum).
@@ -189,26 +212,25 @@ __global__ void __launch_bounds__(kThreads)
       const std::int64_t slot = first_run && run == before ? first_position(keys, s0, run) / kSortedChunk : chunk;
       runs.piece(key, c, acc, count, slot);
     };
-    bool ended = false;
-    for (std::int64_t base = s0; base < s1 && !ended; base += 32) {  // warp-uniform
-      const std::int64_t s = base + lane;
-      const unsigned my_key = s < s1 ? keys[s] : none;
-      const unsigned my_row = s < s1 ? rows_of[s] : 0u;
-      for (int j = 0; j < 32 && !ended; j += U) {
+    for (int offset = 0; offset < kSortedChunk; offset += group) {
+      if (__all_sync(kFull, ended)) break;
+      const std::int64_t s = s0 + offset + member;
+      const unsigned my_key = !ended && s < s1 ? keys[s] : none;
+      const unsigned my_row = !ended && s < s1 ? rows_of[s] : 0u;
+      for (int j = 0; j < group; j += U) {
         unsigned k[U];
         V v[U][W];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          k[u] = __shfl_sync(kFull, my_key, j + u);
-          const auto r = static_cast<std::int64_t>(__shfl_sync(kFull, my_row, j + u));
+          k[u] = __shfl_sync(kFull, my_key, j + u, group);
+          const auto r = static_cast<std::int64_t>(__shfl_sync(kFull, my_row, j + u, group));
           if (k[u] != none && count > 0) load_chunk(p.src + r * p.src_stride + c, count, v[u]);
         }
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          if (k[u] == none) {  // warp-uniform: the rest are rows out of range or past s1
-            ended = true;
-            break;
-          }
+          // none: the rest of the task is rows out of range or past s1 (group-uniform).
+          ended = ended || k[u] == none;
+          if (ended) continue;
           if (k[u] != run) {
             flush(shared);
             run = k[u];
@@ -223,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     }
-    flush(shared || run == after);
+    if (any) flush(shared || run == after);
   }
 }
 
