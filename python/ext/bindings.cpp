@@ -17,6 +17,7 @@
 #include <tally/core/error.hpp>
 
 #include "ops.hpp"
+#include "torch_tensor.hpp"
 
 namespace nb = nanobind;
 using namespace tally_py;
@@ -149,7 +150,8 @@ matrix checked_matrix(call_site& site, const char* argument, const Array& a) {
 /// h as an array tally reads (kept alive by the call site), else a TypeError naming the argument.
 input_array cast_input(call_site& site, const char* argument, nb::handle h) {
   input_array a;
-  if (!nb::try_cast(h, a, false))
+  if (auto tensor = torch_tensor_array(h, false, site.function, argument)) a = input_array(*tensor);
+  else if (!nb::try_cast(h, a, false))
     throw nb::type_error((prefix(site, argument) + "must be an array (NumPy, PyTorch, CuPy, or any object with "
                                                    "__dlpack__ or the buffer protocol), got " +
                           std::string(nb::type_name(h.type()).c_str()))
@@ -162,7 +164,8 @@ input_array cast_input(call_site& site, const char* argument, nb::handle h) {
 /// ValueError (read-only) or TypeError naming the argument.
 output_array cast_output(call_site& site, const char* argument, nb::handle h) {
   output_array a;
-  if (!nb::try_cast(h, a, false)) {
+  if (auto tensor = torch_tensor_array(h, true, site.function, argument)) a = *tensor;
+  else if (!nb::try_cast(h, a, false)) {
     input_array readonly;
     if (nb::try_cast(h, readonly, false))
       throw nb::value_error((prefix(site, argument) + "is read-only; tally writes into it").c_str());

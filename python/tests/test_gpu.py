@@ -109,6 +109,28 @@ def test_torch_errors_name_the_argument():
                           torch.ones(2, device="cuda"))
 
 
+@needs_torch
+def test_torch_tensors_read_directly_or_through_dlpack_give_one_result():
+    """Plain tensors are read through their attributes, subclasses through
+    DLPack, negated views as resolved copies: the same bits every way."""
+    x = torch.randn(4099, device="cuda")
+    expected = bits(tally.sum(x))
+    assert bits(tally.sum(x.as_subclass(_TensorSubclass))) == expected
+    assert bits(tally.sum(torch.nn.Parameter(x.clone(), requires_grad=False))) == expected
+    assert bits(tally.sum(x.clone().requires_grad_())) == expected
+    negated = torch._neg_view(-x)
+    assert negated.is_neg()
+    assert bits(tally.sum(negated)) == expected
+    assert bits(tally.sum(x[1:])) == bits(tally.sum(x[1:].clone()))  # a storage offset
+    out = torch.zeros((), device="cuda")
+    with pytest.raises(ValueError, match=r"argument 'out' is a negated view"):
+        tally.sum(x, out=torch._neg_view(out))
+
+
+class _TensorSubclass(torch.Tensor if torch is not None else object):
+    pass
+
+
 def _busy(stream):
     """Keeps `stream` busy for a while (so work queued on it runs late)."""
     with torch.cuda.stream(stream):

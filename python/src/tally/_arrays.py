@@ -9,6 +9,8 @@ which library the caller uses.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import _core
@@ -28,7 +30,9 @@ class Array:
         self.dtype = dtype
         self.shape = tuple(shape)
         self.gpu = gpu
-        self.device = device  # the library's own device object (torch.device, cupy Device, ...)
+        # The library's own device object (cupy Device, ...); for torch the
+        # CUDA device index (-1 on the CPU), which is cheaper to get.
+        self.device = device
         self.source = source  # the caller's array itself
         # __cuda_array_interface__ only: the producer's stream, which ours must wait for.
         self.pending_stream = pending_stream
@@ -41,10 +45,16 @@ class Array:
         return n
 
 
+_TORCH_DTYPE_NAMES = {}  # torch.float32 -> "float32", filled as dtypes are met
+
+
 def _dtype_name(x, kind):
     dt = x.dtype
     if kind == TORCH:
-        return str(dt).rpartition(".")[2]
+        name = _TORCH_DTYPE_NAMES.get(dt)
+        if name is None:
+            name = _TORCH_DTYPE_NAMES[dt] = str(dt).rpartition(".")[2]
+        return name
     name = getattr(dt, "name", None)
     return name if isinstance(name, str) else str(dt)
 
@@ -54,11 +64,12 @@ def classify(x, name, function):
     if isinstance(x, np.ndarray):
         return Array(x, NUMPY, x.dtype.name, x.shape, False, "cpu", x)
     module = type(x).__module__
-    if module.startswith("torch"):
+    if module.startswith("torch") or _is_torch_subclass(x):
         if x.requires_grad:
             # torch refuses to export such tensors; tally's results carry no gradient.
             x = x.detach()
-        return Array(x, TORCH, _dtype_name(x, TORCH), x.shape, x.is_cuda, x.device, x)
+        gpu = x.is_cuda
+        return Array(x, TORCH, _dtype_name(x, TORCH), x.shape, gpu, x.get_device() if gpu else -1, x)
     if module.startswith("cupy"):
         return Array(x, CUPY, _dtype_name(x, CUPY), x.shape, True, x.device, x)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
@@ -70,6 +81,13 @@ def classify(x, name, function):
     raise TypeError(
         f"tally.{function}: argument '{name}' must be an array (NumPy, PyTorch, CuPy, or any object with "
         f"__dlpack__ or __cuda_array_interface__), got {type(x).__name__}")
+
+
+def _is_torch_subclass(x):
+    """Whether x is a torch.Tensor of a subclass defined outside torch (its
+    module does not name torch; tally never imports torch itself)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
 
 
 _CAI_TYPES = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32", "<i8": "int64"}
@@ -93,16 +111,26 @@ def _from_cuda_array_interface(x, name, function):
 def current_stream(a):
     """The stream handle the caller's library considers current for a's device."""
     if a.kind == TORCH:
-        import torch
-        index = a.device.index
-        getter = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        if getter is not None:  # the fast path; same value as current_stream().cuda_stream
-            return getter(torch.cuda.current_device() if index is None else index)
-        return torch.cuda.current_stream(a.device).cuda_stream
+        return _torch_current_stream()(a.device)
     if a.kind == CUPY:
         import cupy
         return cupy.cuda.get_current_stream().ptr
     return 0  # other DLPack producers: the legacy default stream
+
+
+_torch_stream_getter = None
+
+
+def _torch_current_stream():
+    """f(device index) -> torch's current stream handle on that device."""
+    global _torch_stream_getter
+    if _torch_stream_getter is None:
+        import torch
+        # torch._C's getter is the fast path (current_stream() builds a Stream
+        # object); the same value as torch.cuda.current_stream(i).cuda_stream.
+        _torch_stream_getter = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda index: torch.cuda.current_stream(index).cuda_stream)
+    return _torch_stream_getter
 
 
 def stream_handle(stream, function):
@@ -152,7 +180,7 @@ def empty(like, shape, dtype):
         return np.empty(shape, dtype=dtype)
     if like.kind == TORCH:
         import torch
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+        return like.source.new_empty(shape, dtype=getattr(torch, dtype))
     if like.kind == CUPY:
         import cupy
         with like.device:
@@ -186,7 +214,7 @@ def from_host(like, values):
         return values
     if like.kind == TORCH:
         import torch
-        return torch.from_numpy(values).to(like.device)
+        return torch.from_numpy(values).to(like.source.device)
     if like.kind == CUPY:
         import cupy
         with like.device:
@@ -208,7 +236,7 @@ def to_host(x):
     if isinstance(x, np.ndarray):
         return x
     module = type(x).__module__
-    if module.startswith("torch"):
+    if module.startswith("torch") or _is_torch_subclass(x):
         return x.detach().cpu().numpy()
     if module.startswith("cupy"):
         return x.get()

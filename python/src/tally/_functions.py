@@ -76,17 +76,28 @@ def reduce(x, op="sum", *, compensated=False, stream=None, out=None):
     return _reduce("reduce", x, op, compensated, stream, out)
 
 
+_REDUCE_OUT_DTYPES = {}  # (dtype, op, compensated) -> the result's dtype, as calls meet them
+
+
 def _reduce(function, x, op, compensated, stream, out):
-    infos, objects, handle = _prepare(function, stream, x=x)
-    a = infos["x"]
+    # One array: _prepare's steps without its dictionaries (a 2^10-element
+    # sum is a few microseconds; the Python layer must not double it).
+    a = classify(x, "x", function)
+    handle = resolve_stream(a, stream, function)
+    if a.pending_stream is not None:
+        order_after_producer((a,), handle)
+    obj = export(a, handle, stream is not None)
     indexed = op in ("argmin", "argmax")
     if indexed and a.size == 0:
         raise ValueError(f"tally.{function}: argument 'x' is empty; {op} of nothing has no index")
     result = out
     if result is None:
-        dtype = _core.reduce_out_dtype(a.dtype, op, compensated, function)
+        key = (a.dtype, op, compensated)
+        dtype = _REDUCE_OUT_DTYPES.get(key)
+        if dtype is None:  # the core's rule, which raises for what it does not support
+            dtype = _REDUCE_OUT_DTYPES[key] = _core.reduce_out_dtype(a.dtype, op, compensated, function)
         result = empty(a, (2,) if indexed else (), dtype)
-    _core.reduce(objects["x"], result, op, compensated, handle, False, function)
+    _core.reduce(obj, result, op, compensated, handle, False, function)
     if out is not None:
         return out
     if indexed:  # tally::value_index<T>: the index is the second 8-byte slot
