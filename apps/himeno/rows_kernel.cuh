@@ -30,11 +30,16 @@
 // It issues batches up to n + Ahead as long as their p entries stay below
 // P(n) − 2 + kPSlots (with units of at least Ahead planes that never binds).
 //
-// gosa (deterministic): each step's plane value (tree over the 256 threads)
-// is kept by lane d = i − i0 of warp 0; at the unit's end warp 0 reduces its
-// 32 lanes (zeros past D) into partials[r · (P2/D) + c]. The last block to
-// finish sums the partials by the balanced tree: row_tiling.hpp's order,
-// independent of D and of the launch.
+// gosa (deterministic): each thread stores its share of a step in shared
+// memory; in the next step the fold warp (the last one: warp 0 issues the
+// copies, and every warp waits for the slower of the two at the barrier)
+// folds the 256 shares into the plane value (tree over the 256 threads) and
+// keeps it as entry d = i − i0 of the unit; at the unit's end it reduces the
+// unit's 32 entries (zeros past D) into partials[r · (P2/D) + c]. The last
+// block to finish sums the partials by the balanced tree: row_tiling.hpp's
+// order, independent of D and of the launch. (One shuffle tree a step in one
+// warp, rather than one in every warp and a second one in warp 0 on the copy
+// issuer's path: at size M that cost 14 % of the sweep.)
 #pragma once
 
 #include <cstdint>
@@ -45,6 +50,7 @@
 #include "stencil.hpp"
 #include "sweep_kernel.cuh"
 #include "tally/core/operators.hpp"
+#include "tally/core/tree.hpp"
 #include "tally/cuda/device/warp_aggregated.cuh"
 #include "tally/cuda/device/warp_reduce.cuh"
 
@@ -166,7 +172,11 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   float* const coef_s = rows_smem;                      // [CS][12][RB]
   float* const p_s = rows_smem + layout::kCoefFloats;   // [PS][3][RB]
   __shared__ __align__(8) unsigned long long full[CS];  // batch n completes on full[n % CS]
-  __shared__ float warp_values[2][kRowThreads / 32];
+  // Deterministic: the threads' shares of step n (at n & 1), and the plane
+  // values of the unit the fold warp is on.
+  __shared__ __align__(16) float shares[2][kRowThreads];
+  __shared__ float unit_planes[kMaxRowPlanesPerUnit];
+  constexpr int kFoldWarp = kRowThreads / 32 - 1;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (!detail::begin_sweep<Sink>(prm, zero_slot)) return;
@@ -236,35 +246,35 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   if (w < prm.items) it = detail::item_of(prm, w);
   int i = it.i0;
   int P = -1;
-  // Deterministic: warp 0's plane values of the current unit (lane d: plane i0 + d),
-  // and the step whose warp values wait for warp 0.
-  float plane_value = 0.0f;
+  // Deterministic: the step whose shares wait for the fold warp.
   bool pending = false, pending_last = false;
-  int pending_lane = 0;
+  int pending_lane = 0, pending_planes = 0;
   std::int64_t pending_unit = 0;
   int n = 0;
 
-  // Warp 0 folds the previous step's 8 warp values into its plane value and,
-  // at a unit's end, the unit's planes into partials[unit].
+  // The fold warp folds the previous step's 256 shares into its plane value
+  // and, at a unit's end, the unit's planes into partials[unit]. Lane L folds
+  // shares 8L .. 8L + 7, then the warp its 32 lanes: the same pairs as a
+  // warp tree in each warp and a tree over the 8 warps, so the same bits.
   auto fold_pending = [&](int parity) {
-    float x = lane < kRowThreads / 32 ? warp_values[parity][lane] : 0.0f;
-#pragma unroll
-    for (int delta = 1; delta < kRowThreads / 32; delta <<= 1) x = x + __shfl_down_sync(0xffffffffu, x, delta);
-    x = __shfl_sync(0xffffffffu, x, 0);
-    if (lane == pending_lane) plane_value = x;
+    const float4* const four = reinterpret_cast<const float4*>(&shares[parity][8 * lane]);
+    const float4 lo = four[0], hi = four[1];
+    float leaves[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const float x = device::warp_reduce(tree::balanced(leaves, plus{}), plus{});
+    if (lane == 0) unit_planes[pending_lane] = x;
     if (pending_last) {
-      const float u = device::warp_reduce(plane_value, plus{});
+      __syncwarp();
+      const float u = device::warp_reduce(lane < pending_planes ? unit_planes[lane] : 0.0f, plus{});
       if (lane == 0) prm.partials[pending_unit] = u;
-      plane_value = 0.0f;
     }
   };
 
   while (w < prm.items) {
     P += i == it.i0 ? 3 : 1;
-    __syncthreads();  // step n−1's shared reads are done; its warp values are stored
+    __syncthreads();  // step n−1's shared reads are done; its shares are stored
+    if constexpr (Sink == gosa_sink::deterministic)
+      if (warp == kFoldWarp && pending) fold_pending((n - 1) & 1);
     if (warp == 0) {
-      if constexpr (Sink == gosa_sink::deterministic)
-        if (pending) fold_pending((n - 1) & 1);
       // Batches up to n + Ahead whose p entries land at or below P − 3 + PS (free slots).
       while (issued <= n + Ahead && pw < prm.items && pq + (pi == pit.i0 ? 3 : 1) < P - 2 + PS) issue();
     }
@@ -321,10 +331,10 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
       }
     }
     if constexpr (Sink == gosa_sink::deterministic) {
-      const float wv = device::warp_reduce(v, plus{});
-      if (lane == 0) warp_values[n & 1][warp] = wv;
+      shares[n & 1][tid] = v;
       pending = true;
       pending_lane = i - it.i0;
+      pending_planes = it.i1 - it.i0;
       pending_last = i + 1 == it.i1;
       pending_unit = it.unit;
     }
@@ -336,9 +346,12 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
       if (w < prm.items) it = detail::item_of(prm, w), i = it.i0;
     }
   }
-  __syncthreads();  // the last step's warp values are stored
+  __syncthreads();  // the last step's shares are stored
   if constexpr (Sink == gosa_sink::deterministic) {
-    if (warp == 0 && pending) fold_pending((n - 1) & 1);
+    if (warp == kFoldWarp) {
+      if (pending) fold_pending((n - 1) & 1);
+      __threadfence();  // publishes this warp's partials before thread 0 counts the block done
+    }
     if (!detail::last_block_to_finish(prm)) return;
     // Unit u = r · chunks_padded + c (chunks_padded a power of two) holds planes when r < R and c < chunks.
     const int shift = __ffs(prm.chunks_padded) - 1;
@@ -347,7 +360,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
     auto leaf = [=](std::int64_t u) {
       return (u >> shift) < segments && (u & mask) < chunks ? __ldcg(partials + u) : 0.0f;
     };
-    const float total = detail::block_tree_of(leaf, prm.units, &warp_values[0][0]);
+    const float total = detail::block_tree_of(leaf, prm.units, &shares[0][0]);
     if (tid == 0) detail::publish_gosa(prm, slot, total);
   }
 }
