@@ -31,15 +31,19 @@
 // P(n) − 2 + kPSlots (with units of at least Ahead planes that never binds).
 //
 // gosa (deterministic): each thread stores its share of a step in shared
-// memory; in the next step the fold warp (the last one: warp 0 issues the
-// copies, and every warp waits for the slower of the two at the barrier)
-// folds the 256 shares into the plane value (tree over the 256 threads) and
-// keeps it as entry d = i − i0 of the unit; at the unit's end it reduces the
-// unit's 32 entries (zeros past D) into partials[r · (P2/D) + c]. The last
-// block to finish sums the partials by the balanced tree: row_tiling.hpp's
-// order, independent of D and of the launch. (One shuffle tree a step in one
-// warp, rather than one in every warp and a second one in warp 0 on the copy
-// issuer's path: at size M that cost 14 % of the sweep.)
+// memory; in the next step lane L of the fold warp (the last one: warp 0
+// issues the copies, and every warp waits for the slower of the two at the
+// barrier) folds shares 8L .. 8L + 7 and keeps that as its part of plane
+// d = i − i0 of the unit. At the unit's end lane d folds the 32 parts of
+// plane d (the plane value: tree over the 256 threads) and the warp its 32
+// planes (zeros past D) into partials[r · (P2/D) + c]. The last block to
+// finish sums the partials by the balanced tree: row_tiling.hpp's order,
+// independent of D and of the launch. Why so: a warp tree in every warp a
+// step and a tree over the warps in warp 0, the copy issuer, cost 14 % of
+// the sweep at size M; one shuffle tree a step in the fold warp, 3.3 %; a
+// tree a unit, with the 32 planes' trees side by side in the lanes, 3.1 %
+// (the rest is the end of the sweep: the fences and the last block's tree).
+
 #pragma once
 
 #include <cstdint>
@@ -175,7 +179,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   // Deterministic: the threads' shares of step n (at n & 1), and the plane
   // values of the unit the fold warp is on.
   __shared__ __align__(16) float shares[2][kRowThreads];
-  __shared__ float unit_planes[kMaxRowPlanesPerUnit];
+  __shared__ float plane_parts[kMaxRowPlanesPerUnit][33];  // [plane d][lane], padded: lane d reads row d
   constexpr int kFoldWarp = kRowThreads / 32 - 1;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -252,20 +256,27 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   std::int64_t pending_unit = 0;
   int n = 0;
 
-  // The fold warp folds the previous step's 256 shares into its plane value
-  // and, at a unit's end, the unit's planes into partials[unit]. Lane L folds
-  // shares 8L .. 8L + 7, then the warp its 32 lanes: the same pairs as a
-  // warp tree in each warp and a tree over the 8 warps, so the same bits.
+  // The fold warp folds the previous step's 256 shares into the parts of its
+  // plane and, at a unit's end, the unit's planes into partials[unit]. The
+  // pairs are those of a warp tree in each warp and a tree over the 8 warps,
+  // then a tree over the unit's planes: row_tiling.hpp's bits.
   auto fold_pending = [&](int parity) {
     const float4* const four = reinterpret_cast<const float4*>(&shares[parity][8 * lane]);
     const float4 lo = four[0], hi = four[1];
     float leaves[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    const float x = device::warp_reduce(tree::balanced(leaves, plus{}), plus{});
-    if (lane == 0) unit_planes[pending_lane] = x;
+    plane_parts[pending_lane][lane] = tree::balanced(leaves, plus{});
     if (pending_last) {
       __syncwarp();
-      const float u = device::warp_reduce(lane < pending_planes ? unit_planes[lane] : 0.0f, plus{});
+      float plane = 0.0f;
+      if (lane < pending_planes) {
+        float parts[32];
+#pragma unroll
+        for (int l = 0; l < 32; ++l) parts[l] = plane_parts[lane][l];
+        plane = tree::balanced(parts, plus{});
+      }
+      const float u = device::warp_reduce(plane, plus{});
       if (lane == 0) prm.partials[pending_unit] = u;
+      __syncwarp();  // the parts are read before the next unit's overwrite them
     }
   };
 
