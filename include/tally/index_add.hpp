@@ -5,8 +5,8 @@
 // indices are grouped (__match_any_sync), each group's rows are combined in
 // registers, and one atomic per (index, column) goes to the output, so a key
 // that takes half the rows costs about 1/16 of the atomics of one atomic per
-// element (aggregated_atomics). For rows of 64 bytes or more (32 in
-// deterministic calls) on inputs of 16 MB or more it sorts the rows by index
+// element (aggregated_atomics). For rows of 32 bytes or more on inputs of
+// 16 MB or more it sorts the rows by index
 // instead (sorted_rows: a radix sort of the 32-bit keys with the row numbers,
 // then each index's rows summed in registers, several narrow rows' tasks a
 // warp, and its output row updated once), which reads and writes each output

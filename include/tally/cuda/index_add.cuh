@@ -43,21 +43,22 @@ inline bool sorted_rows_fit(std::int64_t rows, std::int64_t out_rows) {
 }
 
 /// The automatic choice: sorted_rows on inputs large enough to amortise the
-/// sort (16 MB of src), for rows of at least 64 bytes (32 in deterministic
-/// calls); warp-aggregated atomics otherwise. Measured on the H100, µs, half
-/// the rows to one key / uniform keys, sorted against aggregated:
+/// sort (16 MB of src), for rows of at least 32 bytes; warp-aggregated
+/// atomics otherwise. Measured on the H100, µs, half the rows to one key /
+/// uniform keys, sorted against aggregated:
 ///   f32 × 128 (7.77 M rows into 1.72 M)  2297 / 2375 against 3938 / 4733
 ///   bf16 × 128                           2273 / 2417 against 2538 / 2388
 ///   f32 × 16 (62 M rows)                 4391 / 4870 against 28873 / 7656
 ///   bf16 × 16 (32-byte rows)             5953 / 6574 against 15691 / 3987
 /// and deterministic, sorted against the int64 sums of aggregated atomics:
 ///   bf16 × 16 14237 / 15529 against 81307 / 17053 (every other case wider apart).
-/// (The sort costs the same whatever the row width, so for narrow rows only
-/// skewed keys pay for it; 32-byte rows lose more on uniform keys than they
-/// win on skewed ones, unless the call is deterministic.)
-inline bool sorted_rows_pay(std::int64_t rows, std::int64_t cols, std::size_t value_bytes, bool deterministic) {
+/// The sort costs the same whatever the row width, so at 32-byte rows uniform
+/// keys pay 1.65× for it (6.6 ms against 4.0) while skewed keys gain 2.6×
+/// (15.7 ms against 6.0): the choice bounds the worst case, since the keys'
+/// skew is not known when the strategy is picked.
+inline bool sorted_rows_pay(std::int64_t rows, std::int64_t cols, std::size_t value_bytes) {
   const auto row_bytes = static_cast<std::size_t>(cols) * value_bytes;
-  return row_bytes >= (deterministic ? 32u : 64u) && static_cast<std::size_t>(rows) * row_bytes >= (std::size_t{1} << 24);
+  return row_bytes >= 32u && static_cast<std::size_t>(rows) * row_bytes >= (std::size_t{1} << 24);
 }
 
 /// The strategy that runs (core/index_add_calls.hpp has rejected the ones
@@ -75,7 +76,7 @@ histogram_strategy strategy_of(const row_scatter<I, V>& p, const histogram_optio
       return histogram_strategy::sorted_rows;
     case histogram_strategy::automatic:
       if (p.out_rows > 0 && sorted_rows_fit(p.rows, p.out_rows) &&
-          sorted_rows_pay(p.rows, p.cols, sizeof(V), opts.deterministic))
+          sorted_rows_pay(p.rows, p.cols, sizeof(V)))
         return histogram_strategy::sorted_rows;
       return histogram_strategy::aggregated_atomics;
     default: return histogram_strategy::aggregated_atomics;
