@@ -30,19 +30,26 @@
 // It issues batches up to n + Ahead as long as their p entries stay below
 // P(n) − 2 + kPSlots (with units of at least Ahead planes that never binds).
 //
-// gosa (deterministic): each thread stores its share of a step in shared
-// memory; in the next step lane L of the fold warp (the last one: warp 0
-// issues the copies, and every warp waits for the slower of the two at the
-// barrier) folds shares 8L .. 8L + 7 and keeps that as its part of plane
-// d = i − i0 of the unit. At the unit's end lane d folds the 32 parts of
-// plane d (the plane value: tree over the 256 threads) and the warp its 32
-// planes (zeros past D) into partials[r · (P2/D) + c]. The last block to
-// finish sums the partials by the balanced tree: row_tiling.hpp's order,
-// independent of D and of the launch. Why so: a warp tree in every warp a
-// step and a tree over the warps in warp 0, the copy issuer, cost 14 % of
-// the sweep at size M; one shuffle tree a step in the fold warp, 3.3 %; a
-// tree a unit, with the 32 planes' trees side by side in the lanes, 3.1 %
-// (the rest is the end of the sweep: the fences and the last block's tree).
+// gosa (deterministic), two ways to the same bits, picked per variant by
+// measurement:
+//   - lane parts (rows-1, Ahead = 1): each thread stores its share of a step
+//     in shared memory; in the next step lane L of the fold warp (the last
+//     one: warp 0 issues the copies) folds shares 8L .. 8L + 7 and keeps that
+//     as its part of plane d = i − i0 of the unit. At the unit's end lane d
+//     folds the 32 parts of plane d (the plane value: tree over the 256
+//     threads) and the warp its 32 planes (zeros past D).
+//   - warp trees (rows-2/3): every warp reduces its 32 shares by shuffles and
+//     stores the warp value; in the next step warp 0, before it issues the
+//     copies, folds the 8 warp values into the plane value, kept by lane d;
+//     at the unit's end it reduces its 32 lanes (zeros past D).
+// Either way the unit's value goes to partials[r · (P2/D) + c], and the last
+// block to finish sums the partials by the balanced tree: row_tiling.hpp's
+// order, independent of D and of the launch. Measured on the H100 (GFLOPS,
+// deterministic against none): at M (rows-1) warp trees cost 14 % (1311
+// against 1490), lane parts 3 % (1444 against 1489); at L and XL (rows-3)
+// warp trees ran faster than no gosa at all (1453 / 1471 against 1427 /
+// 1392), lane parts at the speed of none (1420 / 1394). Why the warp trees'
+// delay of the copy issue helps there is not understood yet.
 
 #pragma once
 
@@ -176,11 +183,13 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   float* const coef_s = rows_smem;                      // [CS][12][RB]
   float* const p_s = rows_smem + layout::kCoefFloats;   // [PS][3][RB]
   __shared__ __align__(8) unsigned long long full[CS];  // batch n completes on full[n % CS]
-  // Deterministic: the threads' shares of step n (at n & 1), and the plane
-  // values of the unit the fold warp is on.
+  // Deterministic (see the top of the file): the threads' shares of step n
+  // (at n & 1; warp trees: the 8 warp values), and with lane parts the parts
+  // of the planes of the unit the fold warp is on.
+  constexpr bool kWarpTrees = Ahead > 1;
+  constexpr int kFoldWarp = kWarpTrees ? 0 : kRowThreads / 32 - 1;
   __shared__ __align__(16) float shares[2][kRowThreads];
-  __shared__ float plane_parts[kMaxRowPlanesPerUnit][33];  // [plane d][lane], padded: lane d reads row d
-  constexpr int kFoldWarp = kRowThreads / 32 - 1;
+  __shared__ float plane_parts[kWarpTrees ? 1 : kMaxRowPlanesPerUnit][33];  // [plane d][lane], padded: lane d reads row d
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (!detail::begin_sweep<Sink>(prm, zero_slot)) return;
@@ -256,27 +265,42 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   std::int64_t pending_unit = 0;
   int n = 0;
 
-  // The fold warp folds the previous step's 256 shares into the parts of its
-  // plane and, at a unit's end, the unit's planes into partials[unit]. The
-  // pairs are those of a warp tree in each warp and a tree over the 8 warps,
-  // then a tree over the unit's planes: row_tiling.hpp's bits.
+  float plane_value = 0.0f;  // warp trees: the fold warp's lane d holds plane i0 + d of the unit
+
+  // The fold warp folds the previous step's shares into its plane and, at a
+  // unit's end, the unit's planes into partials[unit]. The pairs are those
+  // of a warp tree in each warp and a tree over the 8 warps, then a tree
+  // over the unit's planes: row_tiling.hpp's bits.
   auto fold_pending = [&](int parity) {
-    const float4* const four = reinterpret_cast<const float4*>(&shares[parity][8 * lane]);
-    const float4 lo = four[0], hi = four[1];
-    float leaves[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-    plane_parts[pending_lane][lane] = tree::balanced(leaves, plus{});
-    if (pending_last) {
-      __syncwarp();
-      float plane = 0.0f;
-      if (lane < pending_planes) {
-        float parts[32];
+    if constexpr (kWarpTrees) {
+      float x = lane < kRowThreads / 32 ? shares[parity][lane] : 0.0f;
 #pragma unroll
-        for (int l = 0; l < 32; ++l) parts[l] = plane_parts[lane][l];
-        plane = tree::balanced(parts, plus{});
+      for (int delta = 1; delta < kRowThreads / 32; delta <<= 1) x = x + __shfl_down_sync(0xffffffffu, x, delta);
+      x = __shfl_sync(0xffffffffu, x, 0);
+      if (lane == pending_lane) plane_value = x;
+      if (pending_last) {
+        const float u = device::warp_reduce(plane_value, plus{});
+        if (lane == 0) prm.partials[pending_unit] = u;
+        plane_value = 0.0f;
       }
-      const float u = device::warp_reduce(plane, plus{});
-      if (lane == 0) prm.partials[pending_unit] = u;
-      __syncwarp();  // the parts are read before the next unit's overwrite them
+    } else {
+      const float4* const four = reinterpret_cast<const float4*>(&shares[parity][8 * lane]);
+      const float4 lo = four[0], hi = four[1];
+      float leaves[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      plane_parts[pending_lane][lane] = tree::balanced(leaves, plus{});
+      if (pending_last) {
+        __syncwarp();
+        float plane = 0.0f;
+        if (lane < pending_planes) {
+          float parts[32];
+#pragma unroll
+          for (int l = 0; l < 32; ++l) parts[l] = plane_parts[lane][l];
+          plane = tree::balanced(parts, plus{});
+        }
+        const float u = device::warp_reduce(plane, plus{});
+        if (lane == 0) prm.partials[pending_unit] = u;
+        __syncwarp();  // the parts are read before the next unit's overwrite them
+      }
     }
   };
 
@@ -342,7 +366,12 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
       }
     }
     if constexpr (Sink == gosa_sink::deterministic) {
-      shares[n & 1][tid] = v;
+      if constexpr (kWarpTrees) {
+        const float wv = device::warp_reduce(v, plus{});
+        if (lane == 0) shares[n & 1][warp] = wv;
+      } else {
+        shares[n & 1][tid] = v;
+      }
       pending = true;
       pending_lane = i - it.i0;
       pending_planes = it.i1 - it.i0;
