@@ -390,7 +390,9 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   if constexpr (Sink == gosa_sink::deterministic) {
     if (warp == kFoldWarp) {
       if (pending) fold_pending((n - 1) & 1);
-      __threadfence();  // publishes this warp's partials before thread 0 counts the block done
+      // Lane parts: the last warp's partials published before thread 0 counts
+      // the block done (warp trees: thread 0 wrote them, and fences itself).
+      if constexpr (!kWarpTrees) __threadfence();
     }
     if (!detail::last_block_to_finish(prm)) return;
     // Unit u = r · chunks_padded + c (chunks_padded a power of two) holds planes when r < R and c < chunks.

@@ -72,7 +72,10 @@ std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, con
   const nb::object type = h.attr("dtype");
   const torch_objects::entry* dtype = nullptr;
   for (const auto& e : torch->dtypes)
-    if (type.is(e.type)) dtype = &e;
+    if (type.is(e.type)) {
+      dtype = &e;
+      break;
+    }
   if (dtype == nullptr) return std::nullopt;
 
   int device_type = nb::device::cpu::value, device_id = 0;

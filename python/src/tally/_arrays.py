@@ -64,14 +64,14 @@ def classify(x, name, function):
     if isinstance(x, np.ndarray):
         return Array(x, NUMPY, x.dtype.name, x.shape, False, "cpu", x)
     module = type(x).__module__
+    if module.startswith("cupy"):
+        return Array(x, CUPY, _dtype_name(x, CUPY), x.shape, True, x.device, x)
     if module.startswith("torch") or _is_torch_subclass(x):
         if x.requires_grad:
             # torch refuses to export such tensors; tally's results carry no gradient.
             x = x.detach()
         gpu = x.is_cuda
         return Array(x, TORCH, _dtype_name(x, TORCH), x.shape, gpu, x.get_device() if gpu else -1, x)
-    if module.startswith("cupy"):
-        return Array(x, CUPY, _dtype_name(x, CUPY), x.shape, True, x.device, x)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         device_type, _ = x.__dlpack_device__()
         return Array(x, OTHER, _dtype_name(x, OTHER), getattr(x, "shape", ()), device_type in (2, 13),

@@ -25,6 +25,17 @@ def _prepare(function, stream, **arrays):
     return infos, objects, handle
 
 
+def _prepare_one(function, stream, x):
+    """_prepare for a call on the single array x (argument 'x') without its
+    dictionaries, which a few-microsecond call such as a 2^10-element sum
+    would feel: returns (info, object for the core, stream)."""
+    a = classify(x, "x", function)
+    handle = resolve_stream(a, stream, function)
+    if a.pending_stream is not None:
+        order_after_producer((a,), handle)
+    return a, export(a, handle, stream is not None), handle
+
+
 def _scalar(out, a):
     """A reduction's result: a NumPy scalar for NumPy input (as numpy.sum
     returns), else the 0-d array in the caller's library (no wait for the GPU)."""
@@ -80,13 +91,7 @@ _REDUCE_OUT_DTYPES = {}  # (dtype, op, compensated) -> the result's dtype, as ca
 
 
 def _reduce(function, x, op, compensated, stream, out):
-    # One array: _prepare's steps without its dictionaries (a 2^10-element
-    # sum is a few microseconds; the Python layer must not double it).
-    a = classify(x, "x", function)
-    handle = resolve_stream(a, stream, function)
-    if a.pending_stream is not None:
-        order_after_producer((a,), handle)
-    obj = export(a, handle, stream is not None)
+    a, obj, handle = _prepare_one(function, stream, x)
     indexed = op in ("argmin", "argmax")
     if indexed and a.size == 0:
         raise ValueError(f"tally.{function}: argument 'x' is empty; {op} of nothing has no index")
