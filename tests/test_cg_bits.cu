@@ -90,7 +90,8 @@ void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, 
 // true residuals (sizes that are not multiples of a block or a chunk).
 TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   SCOPED_TRACE(this->rng.trace());
-  auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false) {
+  auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false,
+                 std::size_t x_offset = 0) {
     using T = decltype(zero);
     const auto a = matrix_free == 7 ? sv::poisson3d_7pt<T, std::int32_t>(g) : sv::poisson3d_27pt<T, std::int32_t>(g);
     const auto b = random_rhs(a, this->rng);
@@ -111,7 +112,7 @@ TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
       o.mode = v.mode;
       o.grid_blocks = v.grid;
       o.graph_unroll = v.unroll;
-      const auto gpu = solve_on<gpu_side>(a, b, x0, o, matrix_free, g);
+      const auto gpu = solve_on<gpu_side>(a, b, x0, o, matrix_free, g, tally::cpu, x_offset);
       EXPECT_EQ(gpu.result.mode, v.mode);
       expect_same_solve(cpu, gpu,
                         std::string(pipelined ? "pipelined " : "") + sv::mode_name(v.mode) + " grid " + std::to_string(v.grid) + " unroll " +
@@ -126,6 +127,13 @@ TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   run(double{}, 9, 0, sv::cg_preconditioner::none, true);
   // Graph mode with several passes per chunk (more than 2048 blocks of rows).
   run(float{}, 83, 7, sv::cg_preconditioner::jacobi);
+  // Chunks of at least kV passes (the persistent mode from 2048 blocks of
+  // rows): kV rows a lane in the update (vectors moved whole; x read element
+  // by element when the caller's x is not aligned, as here) and, for the
+  // 27-point stencil, in the search (g = 83 puts many lane's rows across two
+  // grid lines, which take the row-by-row way). Double: kV = 2.
+  run(float{}, 83, 27, sv::cg_preconditioner::jacobi, false, 1);
+  run(double{}, 65, 0, sv::cg_preconditioner::none);
 }
 
 // A symmetric, diagonally dominant CSR matrix whose rows hold their entries

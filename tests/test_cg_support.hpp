@@ -87,11 +87,11 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 template <class Side, class T, class I>
 solve_output<T> solve_on(const sv::host_csr<T, I>& a, const std::vector<T>& b, const std::vector<T>& x0,
                          sv::cg_options options, int matrix_free = 0, std::int64_t g = 0,
-                         cpu_backend cpu = tally::cpu) {
+                         cpu_backend cpu = tally::cpu, std::size_t x_offset = 0) {
   const std::size_t n = static_cast<std::size_t>(a.rows);
   const std::size_t hn = static_cast<std::size_t>(options.max_iterations + 1);
   solve_output<T> out;
-  buffer<T> db(Side::on_gpu, n), dx(Side::on_gpu, n);
+  buffer<T> db(Side::on_gpu, n), dx(Side::on_gpu, n, x_offset);
   buffer<double> dh(Side::on_gpu, hn);
   if (n > 0) {
     db.write(b);

@@ -137,6 +137,41 @@ TYPED_TEST(Histogram, SkewedSamplesOverManyBinsCountExactly) {
   }
 }
 
+// GPU only: a call leaves the workspace's zeroed bytes zero (the next call's
+// counters and error words start there), checked after the hot_keys strategy
+// on skewed and on uniform keys, twice each.
+template <class Side>
+class HistogramGpu : public on_backend<Side> {};
+TYPED_TEST_SUITE(HistogramGpu, gpu_only, backend_names);
+
+TYPED_TEST(HistogramGpu, HotKeysLeaveTheZeroedBytesZero) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = (std::size_t(1) << 20) + 17;
+  const std::int64_t bins = 1000000;
+  const double top = 1.0 - std::pow(static_cast<double>(bins) + 1.0, -0.1);
+  std::vector<double> skewed(n), uniform(n);
+  for (auto& v : skewed) v = (std::pow(1.0 - rng.real(0.0, 1.0) * top, -10.0) - 1.0) / static_cast<double>(bins);
+  for (auto& v : uniform) v = rng.real(0.0, 1.0);
+  tally::workspace ws;
+  const auto gpu = tally::gpu.with(ws);
+  buffer<double> samples(true, n);
+  buffer<std::int32_t> counts(true, static_cast<std::size_t>(bins));
+  for (const auto* x : {&skewed, &uniform, &skewed, &uniform}) {
+    samples.write(*x);
+    tally::histogram_options opts;
+    tally::histogram_strategy chosen = tally::histogram_strategy::automatic;
+    opts.chosen = &chosen;
+    tally::histogram_even(gpu, samples.data(), static_cast<std::int64_t>(n), bins, 0.0, 1.0, counts.data(), opts);
+    EXPECT_EQ(chosen, tally::histogram_strategy::hot_keys);
+    EXPECT_EQ(counts.read(), (reference_even<std::int32_t>(*x, bins, 0.0, 1.0)));
+    std::vector<unsigned char> zeroed(tally::workspace::kZeroedBytes, 0xff);
+    TALLY_CUDA(cudaMemcpy(zeroed.data(), ws.get(0, nullptr), zeroed.size(), cudaMemcpyDeviceToHost));
+    const auto dirty = std::find_if(zeroed.begin(), zeroed.end(), [](unsigned char b) { return b != 0; });
+    EXPECT_EQ(dirty, zeroed.end()) << "byte " << (dirty - zeroed.begin()) << " of the zeroed bytes is not zero";
+  }
+}
+
 TYPED_TEST(Histogram, EverySampleInOneBin) {
   using S = TypeParam;
   const std::size_t n = 1 << 20;

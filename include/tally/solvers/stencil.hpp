@@ -85,27 +85,38 @@ struct stencil_operator {
   template <class Acc, class Vector>
   TALLY_HD_INLINE Acc inner_row(std::int64_t i, std::int64_t x, const Vector& v) const {
     const bool left = x > 0, right = x + 1 < g;
-    const Acc diag = static_cast<Acc>(center());
     auto at = [&](std::int64_t j) { return static_cast<Acc>(v(j)); };
-    const std::int64_t plane = g * g;
     Acc acc(0);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int line = 0; line < 9; ++line) {
-      const int dz = line / 3 - 1, dy = line % 3 - 1;
-      const std::int64_t j = i + dz * plane + dy * g;
-      const Acc mid = at(j);
-      if (line == 0) {
-        acc = left ? -at(j - 1) - mid : -mid;  // the row's first term starts the sum
-      } else {
-        if (left) acc = acc - at(j - 1);
-        acc = line == 4 ? acc + tally::detail::multiply_rounded(diag, mid) : acc - mid;
-      }
-      if (right) acc = acc - at(j + 1);
+      const std::int64_t j = i + line_offset(line);
+      acc = inner_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
     }
     return acc;
   }
+
+  /// Line `line` (0 .. 8: dz = line / 3 − 1, dy = line % 3 − 1) of a 27-point
+  /// inner row: its terms added to `acc` in the row's order, given the
+  /// values at x − 1 (`before`, read only when `left`), x and x + 1 (`after`,
+  /// only when `right`). Line 0 starts the sum (`acc` is ignored there).
+  /// inner_row and the GPU's several-rows-a-thread search both go through
+  /// it, so they give the same bits.
+  template <class Acc>
+  TALLY_HD_INLINE Acc inner_line(Acc acc, int line, bool left, bool right, Acc before, Acc mid, Acc after) const {
+    if (line == 0) {
+      acc = left ? -before - mid : -mid;  // the row's first term starts the sum
+    } else {
+      if (left) acc = acc - before;
+      acc = line == 4 ? acc + tally::detail::multiply_rounded(static_cast<Acc>(center()), mid) : acc - mid;
+    }
+    if (right) acc = acc - after;
+    return acc;
+  }
+
+  /// j − i from row i to its neighbour at x on line `line` (see inner_line).
+  TALLY_HD_INLINE std::int64_t line_offset(int line) const { return ((line / 3 - 1) * g + (line % 3 - 1)) * g; }
 
   /// Row i's grid point: i = x + g·(y + g·z). Two divisions, in 32 bits
   /// where the grid allows: a 64-bit division is a long instruction sequence

@@ -42,10 +42,11 @@ inline constexpr std::int64_t kGraphTargetChunks = 2048;
 inline constexpr std::int64_t kPersistentTargetChunks = 1024;
 
 /// kThreads-row passes per chunk so that there are at most about `target`
-/// chunks (a power of two, at most 64).
+/// chunks (a power of two, at most 32: a warp keeps its passes' values one a
+/// lane, see chunk_tree).
 inline int passes_for(std::int64_t blocks_of_rows, std::int64_t target) {
   int passes = 1;
-  while (passes < 64 && (blocks_of_rows + passes - 1) / passes > target) passes *= 2;
+  while (passes < 32 && (blocks_of_rows + passes - 1) / passes > target) passes *= 2;
   return passes;
 }
 

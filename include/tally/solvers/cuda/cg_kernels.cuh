@@ -28,6 +28,7 @@
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
 #include "tally/solvers/detail/cg_rows.hpp"
+#include "tally/solvers/stencil.hpp"
 
 namespace tally::solvers::kernels {
 
@@ -80,14 +81,28 @@ template <class T>
 inline constexpr int kV = tree::vector_width<T>;
 
 /// Runs `leaf` over the rows of chunk c (leaf(i, view), with the operator's
-/// view from `rows`, see chunk_tree) and stores the chunk's value.
-template <class T, class S, class Rows, class Leaf>
+/// view from `rows`; or vector_leaf over kV<T> rows at once, see chunk_tree)
+/// and stores the chunk's value.
+template <class T, class S, class Rows, class Leaf, class VectorLeaf = no_vector_leaf>
 __device__ __forceinline__ void chunk_phase(std::int64_t c, const cg_scratch<T>& s, std::int64_t n, S* partials,
-                                            const Rows& rows, const Leaf& leaf, block_storage<S>& storage) {
+                                            const Rows& rows, const Leaf& leaf, block_storage<S>& storage,
+                                            const VectorLeaf& vector_leaf = {}) {
   const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-  const auto value = chunk_tree<kV<T>, S>(c * chunk_rows, s.passes, n, rows, leaf, detail::add_sums{}, storage);
+  const auto value =
+      chunk_tree<kV<T>, S>(c * chunk_rows, s.passes, n, rows, leaf, detail::add_sums{}, storage, vector_leaf);
   if (threadIdx.x == 0) partials[c] = value.value;  // every chunk holds a row, so the value is never empty
 }
+
+/// V consecutive elements of a vector, moved as one aligned access.
+template <class T, int V>
+struct alignas(sizeof(T) * V) row_vector {
+  T e[V];
+};
+
+template <class Op>
+inline constexpr bool is_stencil = false;
+template <class V>
+inline constexpr bool is_stencil<stencil_operator<V>> = true;
 
 // The phases' row functions. `a` is the operator as a warp's stager gives it
 // for the rows at hand (the operator itself, or a CSR matrix's staged rows).
@@ -111,9 +126,97 @@ struct phases {
     to[i] = p_i;
     return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
   }
+  /// search() of the kV<T> rows from i0 (all below n; i0 a multiple of
+  /// kV<T>), their leaves folded in row order. A 27-point stencil's inner
+  /// rows read each neighbour's new direction once for all of them, a line
+  /// at a time (kV + 2 values for kV rows instead of 3 a row), and sum their
+  /// terms through stencil_operator::inner_line, as inner_row does: the same
+  /// bits. Other rows take search() one by one.
+  template <class A>
+  __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
+    constexpr int V = kV<T>;
+    std::int64_t x0, y, z;
+    a.coordinates(i0, x0, y, z);
+    const bool inner = a.points == 27 && y > 0 && y + 1 < a.g && z > 0 && z + 1 < a.g && x0 + V <= a.g;
+    if (!inner) {
+      search_sums<T> acc = search(a, i0);
+#pragma unroll
+      for (int k = 1; k < V; ++k) acc = acc + search(a, i0 + k);
+      return acc;
+    }
+    const fresh_read<Persistent> fresh;
+    const T* from = v.p[control.searches & 1];
+    const T beta = control.beta;
+    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
+    const bool left = x0 > 0, right = x0 + V < a.g;
+    row_vector<T, V> p, ap;
+#pragma unroll
+    for (int line = 0; line < 9; ++line) {
+      const std::int64_t j0 = i0 + a.line_offset(line);
+      T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
+      w[0] = left ? direction(j0 - 1) : T(0);
+#pragma unroll
+      for (int t = 0; t < V; ++t) w[t + 1] = direction(j0 + t);
+      w[V + 1] = right ? direction(j0 + V) : T(0);
+#pragma unroll
+      for (int k = 0; k < V; ++k)
+        ap.e[k] = a.inner_line(line == 0 ? T(0) : ap.e[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
+                               w[k + 2]);
+      if (line == 4) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) p.e[k] = w[k + 1];
+      }
+    }
+    // Scratch vectors, aligned: i0 is a multiple of V.
+    *reinterpret_cast<row_vector<T, V>*>(v.p[(control.searches + 1) & 1] + i0) = p;
+    *reinterpret_cast<row_vector<T, V>*>(v.ap + i0) = ap;
+    search_sums<T> acc{detail::multiply_rounded(p.e[0], ap.e[0])};
+#pragma unroll
+    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.e[k], ap.e[k])};
+    return acc;
+  }
+  /// The search's several-rows-a-lane leaf: stencils only (a CSR matrix's
+  /// rows are staged 32 at a time, one a lane).
+  template <class A>
+  __device__ auto search_vector_leaf(const A& a) const {
+    if constexpr (is_stencil<A>) return [this, &a](std::int64_t i0) { return search_vector(a, i0); };
+    else return no_vector_leaf{};
+  }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
   __device__ update_sums<T> update(std::int64_t i) const {
     return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
+  }
+  /// update() of the kV<T> rows from i0 (all below n; i0 a multiple of kV<T>),
+  /// their leaves folded in row order; vectors moved whole (x too when the
+  /// caller's x is aligned).
+  __device__ update_sums<T> update_vector(std::int64_t i0) const {
+    constexpr int V = kV<T>;
+    using vec = row_vector<T, V>;
+    const bool x_aligned = reinterpret_cast<std::uintptr_t>(v.x) % sizeof(vec) == 0;
+    vec x, r, z;
+    if (x_aligned) {
+      x = *reinterpret_cast<const vec*>(v.x + i0);
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) x.e[k] = v.x[i0 + k];
+    }
+    r = *reinterpret_cast<const vec*>(v.r + i0);
+    const vec p = *reinterpret_cast<const vec*>(v.p[control.searches & 1] + i0);
+    const vec ap = *reinterpret_cast<const vec*>(v.ap + i0);
+    const vec dinv = *reinterpret_cast<const vec*>(v.dinv + i0);
+    update_sums<T> acc = detail::update_values(x.e[0], r.e[0], z.e[0], p.e[0], ap.e[0], dinv.e[0], control.alpha);
+#pragma unroll
+    for (int k = 1; k < V; ++k)
+      acc = acc + detail::update_values(x.e[k], r.e[k], z.e[k], p.e[k], ap.e[k], dinv.e[k], control.alpha);
+    if (x_aligned) {
+      *reinterpret_cast<vec*>(v.x + i0) = x;
+    } else {
+#pragma unroll
+      for (int k = 0; k < V; ++k) v.x[i0 + k] = x.e[k];
+    }
+    *reinterpret_cast<vec*>(v.r + i0) = r;
+    *reinterpret_cast<vec*>(v.z + i0) = z;
+    return acc;
   }
   template <class A>
   __device__ residual_sums<T> true_residual(const A& a, std::int64_t i) const {
@@ -208,7 +311,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
     if (control.next == cg_phase::search) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.search_partials, matrix, [&](std::int64_t i, const auto& a) { return rows.search(a, i); },
-                    sh.storage.search);
+                    sh.storage.search, rows.search_vector_leaf(A));
       grid.sync();
       const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
       if (threadIdx.x == 0) control.after_search(root.value);
@@ -216,7 +319,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(i); },
-                    sh.storage.update);
+                    sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
       grid.sync();
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
       if (threadIdx.x == 0) control.after_update(root.value);
@@ -328,10 +431,11 @@ __global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg
   const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
     chunk_phase(blockIdx.x, s, v.n, s.search_partials, matrix,
-                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search);
+                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search,
+                rows.search_vector_leaf(A));
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
-                sh.storage.update);
+                sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
   } else if constexpr (Phase == cg_phase::true_residual) {
     chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tally/core/tree.hpp"
 #include "tally/cuda/device/block_reduce.cuh"
@@ -54,6 +55,29 @@ __device__ __forceinline__ tree::maybe<S> warp_leaves_tree(const tree::maybe<S>&
   return acc;
 }
 
+/// warp_leaves_tree when all 32 leaves are present: the same combines in the
+/// same order on plain values (lane 0's result; the other lanes' are
+/// meaningless), without the emptiness flags, whose handling cost more
+/// instructions than the CG rows themselves (measured: ~130 a row a phase).
+template <int V, class S, class Op>
+__device__ __forceinline__ S warp_full_tree(const S& leaf, const Op& op) {
+  S acc = leaf;
+#pragma unroll
+  for (int e = 1; e < V; ++e) acc = op(acc, device::shuffle_down(leaf, e));
+#pragma unroll
+  for (int delta = V; delta < 32; delta <<= 1) acc = op(acc, device::shuffle_down(acc, delta));
+  return acc;
+}
+
+/// The balanced tree over values held by lanes 0 .. count − 1 (count a power
+/// of two, at most 32), in lane 0: the shuffle-down tree pairs neighbours
+/// first, as tree::balanced does. Pre: all lanes call it.
+template <class S, class Op>
+__device__ __forceinline__ S warp_lanes_tree(S acc, int count, const Op& op) {
+  for (int delta = 1; delta < count; delta <<= 1) acc = op(acc, device::shuffle_down(acc, delta));
+  return acc;
+}
+
 /// Accumulates the values of consecutive aligned equal-size subtrees (the
 /// passes of a chunk) into their balanced tree: a binary counter, as in
 /// kernels/reduce.cuh's serial_subtree. Used by one thread.
@@ -76,8 +100,11 @@ struct subtree_stack {
   }
 };
 
+/// A phase without a several-rows-a-lane form of its leaf (see chunk_tree).
+struct no_vector_leaf {};
+
 /// The value (in thread 0) of one chunk: `passes` (a power of two, at most
-/// 64) runs of kThreads rows from `first`; row i's leaf is leaf(i, view) for
+/// 32) runs of kThreads rows from `first`; row i's leaf is leaf(i, view) for
 /// i < n, empty beyond, where view = rows.stage(r, n) is what the warp's
 /// stager gives for the 32 rows from r that hold i. `first` is a multiple of
 /// kThreads·passes. Pre: the whole block calls it.
@@ -88,24 +115,64 @@ struct subtree_stack {
 /// whole block would build it, with one block barrier a chunk instead of one
 /// every 256 rows: a warp no longer waits for the slowest of the eight before
 /// its next loads.
-template <int V, class S, class Op, class Rows, class Leaf>
+///
+/// A chunk whose rows are all below n (every chunk but the last) takes a
+/// faster path to the same bits: plain values instead of maybe<> ones, and
+/// the passes' values kept one a lane (pass p in lane p) and combined by
+/// shuffles at the end instead of a stack in local memory. There, when the
+/// phase gives `vector_leaf` (vector_leaf(i0): the leaves of rows i0 .. i0 +
+/// V − 1 folded left to right, which is the tree's vector of V leaves) and
+/// passes >= V, lane l takes the V rows of the warp's l-th vector of each
+/// 32·V rows: a stencil row's neighbours and the vectors' elements are then
+/// read once for V rows.
+template <int V, class S, class Op, class Rows, class Leaf, class VectorLeaf = no_vector_leaf>
 __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_t n, const Rows& rows,
-                                     const Leaf& leaf, const Op& op, block_storage<S>& storage) {
+                                     const Leaf& leaf, const Op& op, block_storage<S>& storage,
+                                     const VectorLeaf& vector_leaf = {}) {
   const std::int64_t warp_first = first + static_cast<std::int64_t>(threadIdx.x / 32) * 32 * passes;
-  subtree_stack<S, 7> stack;  // used by lane 0
+  const int lane = threadIdx.x & 31;
+  if (first + static_cast<std::int64_t>(kThreads) * passes <= n) {  // block-uniform
+    S held{};  // lane p: the value of the warp's pass p
+    int count = passes;
+    bool done = false;
+    if constexpr (!std::is_same_v<VectorLeaf, no_vector_leaf>) {
+      if (passes >= V) {
+        count = passes / V;
+        for (int pass = 0; pass < count; ++pass) {
+          const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32 * V;
+          const S value = device::shuffle(warp_lanes_tree(vector_leaf(row0 + V * lane), 32, op), 0);
+          if (lane == pass) held = value;
+        }
+        done = true;
+      }
+    }
+    if (!done) {
+      for (int pass = 0; pass < passes; ++pass) {
+        const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32;
+        const auto view = rows.stage(row0, n);
+        const S value = device::shuffle(warp_full_tree<V>(leaf(row0 + lane, view), op), 0);
+        if (lane == pass) held = value;
+      }
+    }
+    tree::maybe<S> warp_value{S{}, false};
+    const S root = warp_lanes_tree(held, count, op);
+    if (lane == 0) warp_value = {root, true};
+    return device::block_combine_warps<kThreads>(warp_value, op, storage);
+  }
+  subtree_stack<S, 6> stack;  // used by lane 0
   for (int pass = 0; pass < passes; ++pass) {
     const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32;
     tree::maybe<S> mine{S{}, false};
     if (row0 < n) {  // warp-uniform
       const auto view = rows.stage(row0, n);
-      const std::int64_t i = row0 + (threadIdx.x & 31);
+      const std::int64_t i = row0 + lane;
       if (i < n) mine = {leaf(i, view), true};
     }
     const auto warp_value = warp_leaves_tree<V>(mine, op);
-    if ((threadIdx.x & 31) == 0) stack.push(warp_value, op);
+    if (lane == 0) stack.push(warp_value, op);
   }
   tree::maybe<S> warp_value{S{}, false};
-  if ((threadIdx.x & 31) == 0) warp_value = stack.root();
+  if (lane == 0) warp_value = stack.root();
   return device::block_combine_warps<kThreads>(warp_value, op, storage);
 }
 

@@ -79,16 +79,25 @@ TALLY_HD_INLINE search_sums<T> search_row(const Op& A, const cg_vectors<T>& v, s
   return {multiply_rounded(p_i, ap)};
 }
 
-/// Update: x += α·p, r −= α·Ap, z = M·r; leaves r·r and r·z.
+/// One row's update from its values: x += α·p, r −= α·Ap, z = M·r
+/// (x, r, z updated in place); returns the row's leaves r·r and r·z.
+template <class T>
+TALLY_HD_INLINE update_sums<T> update_values(T& x, T& r, T& z, T p, T ap, T dinv, T alpha) {
+  x = x + multiply_rounded(alpha, p);
+  r = r - multiply_rounded(alpha, ap);
+  z = multiply_rounded(dinv, r);
+  return {multiply_rounded(r, r), multiply_rounded(r, z)};
+}
+
+/// Update of row i (update_values); leaves r·r and r·z.
 template <class T>
 TALLY_HD_INLINE update_sums<T> update_row(const cg_vectors<T>& v, const T* p, std::int64_t i, T alpha) {
-  const T x = v.x[i] + multiply_rounded(alpha, p[i]);
-  const T r = v.r[i] - multiply_rounded(alpha, v.ap[i]);
-  const T z = multiply_rounded(v.dinv[i], r);
+  T x = v.x[i], r = v.r[i], z;
+  const update_sums<T> sums = update_values(x, r, z, p[i], v.ap[i], v.dinv[i], alpha);
   v.x[i] = x;
   v.r[i] = r;
   v.z[i] = z;
-  return {multiply_rounded(r, r), multiply_rounded(r, z)};
+  return sums;
 }
 
 /// True residual: r = b − A·x (double rows), z = M·r; leaves ‖b − A·x‖²
