@@ -130,8 +130,11 @@ TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   // Chunks of at least kV passes (the persistent mode from 2048 blocks of
   // rows): kV rows a lane in the update (vectors moved whole; x read element
   // by element when the caller's x is not aligned, as here) and, for the
-  // 27-point stencil, in the search (g = 83 puts many lane's rows across two
-  // grid lines, which take the row-by-row way). Double: kV = 2.
+  // 27-point stencil, in the search: g = 84 reads each line's window as
+  // vectors and shuffles; g = 83 reads it element by element and puts many
+  // lanes' rows across two grid lines, which take the row-by-row way.
+  // Double: kV = 2.
+  run(float{}, 84, 27, sv::cg_preconditioner::jacobi);
   run(float{}, 83, 27, sv::cg_preconditioner::jacobi, false, 1);
   run(double{}, 65, 0, sv::cg_preconditioner::none);
 }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
@@ -99,6 +100,18 @@ struct alignas(sizeof(T) * V) row_vector {
   T e[V];
 };
 
+/// A row_vector read with one 16-byte load: plainly in the persistent kernel
+/// (see fresh_read), through the read-only cache in the graph mode. Pre: p
+/// 16-byte aligned.
+template <bool Persistent, class T>
+__device__ __forceinline__ row_vector<T, kV<T>> load_vector(const T* p) {
+  static_assert(sizeof(row_vector<T, kV<T>>) == sizeof(int4), "a vector is 16 bytes");
+  const int4 bits = Persistent ? *reinterpret_cast<const int4*>(p) : __ldg(reinterpret_cast<const int4*>(p));
+  row_vector<T, kV<T>> value;
+  memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
 template <class Op>
 inline constexpr bool is_stencil = false;
 template <class V>
@@ -132,44 +145,68 @@ struct phases {
   /// at a time (kV + 2 values for kV rows instead of 3 a row), and sum their
   /// terms through stencil_operator::inner_line, as inner_row does: the same
   /// bits. Other rows take search() one by one.
+  ///
+  /// When g is a multiple of kV (warp-uniform), every line's window starts
+  /// on a vector: its kV middle values are read as two 16-byte loads (z and
+  /// p), and its ends are the neighbouring lanes' values, by shuffles (lanes
+  /// 0 and 31 read theirs). Scalar loads strided by kV would make the L1 look
+  /// up kV times as many lines. Every lane takes part in the shuffles; a lane
+  /// whose rows are not inner reads its own rows there and discards them.
   template <class A>
   __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
     constexpr int V = kV<T>;
+    using vec = row_vector<T, V>;
     std::int64_t x0, y, z;
     a.coordinates(i0, x0, y, z);
     const bool inner = a.points == 27 && y > 0 && y + 1 < a.g && z > 0 && z + 1 < a.g && x0 + V <= a.g;
+    const bool whole = a.g % V == 0;
+    const fresh_read<Persistent> fresh;
+    const T* from = v.p[control.searches & 1];
+    const T beta = control.beta;
+    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
+    const bool left = x0 > 0, right = x0 + V < a.g;
+    const int lane = threadIdx.x & 31;
+    vec p{}, ap{};
+    if (whole || inner) {
+#pragma unroll
+      for (int line = 0; line < 9; ++line) {
+        const std::int64_t j0 = inner ? i0 + a.line_offset(line) : i0;
+        T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
+        if (whole) {
+          const vec zv = load_vector<Persistent>(v.z + j0), pv = load_vector<Persistent>(from + j0);
+#pragma unroll
+          for (int t = 0; t < V; ++t) w[t + 1] = zv.e[t] + detail::multiply_rounded(beta, pv.e[t]);
+          // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
+          // they are on this row's grid line (x0 is a multiple of V).
+          const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
+          const T after = __shfl_down_sync(device::kFullMask, w[1], 1);
+          w[0] = lane > 0 ? before : (left && inner ? direction(j0 - 1) : T(0));
+          w[V + 1] = lane < 31 ? after : (right && inner ? direction(j0 + V) : T(0));
+        } else {
+          w[0] = left ? direction(j0 - 1) : T(0);
+#pragma unroll
+          for (int t = 0; t < V; ++t) w[t + 1] = direction(j0 + t);
+          w[V + 1] = right ? direction(j0 + V) : T(0);
+        }
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+          ap.e[k] = a.inner_line(line == 0 ? T(0) : ap.e[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
+                                 w[k + 2]);
+        if (line == 4) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) p.e[k] = w[k + 1];
+        }
+      }
+    }
     if (!inner) {
       search_sums<T> acc = search(a, i0);
 #pragma unroll
       for (int k = 1; k < V; ++k) acc = acc + search(a, i0 + k);
       return acc;
     }
-    const fresh_read<Persistent> fresh;
-    const T* from = v.p[control.searches & 1];
-    const T beta = control.beta;
-    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
-    const bool left = x0 > 0, right = x0 + V < a.g;
-    row_vector<T, V> p, ap;
-#pragma unroll
-    for (int line = 0; line < 9; ++line) {
-      const std::int64_t j0 = i0 + a.line_offset(line);
-      T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
-      w[0] = left ? direction(j0 - 1) : T(0);
-#pragma unroll
-      for (int t = 0; t < V; ++t) w[t + 1] = direction(j0 + t);
-      w[V + 1] = right ? direction(j0 + V) : T(0);
-#pragma unroll
-      for (int k = 0; k < V; ++k)
-        ap.e[k] = a.inner_line(line == 0 ? T(0) : ap.e[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
-                               w[k + 2]);
-      if (line == 4) {
-#pragma unroll
-        for (int k = 0; k < V; ++k) p.e[k] = w[k + 1];
-      }
-    }
     // Scratch vectors, aligned: i0 is a multiple of V.
-    *reinterpret_cast<row_vector<T, V>*>(v.p[(control.searches + 1) & 1] + i0) = p;
-    *reinterpret_cast<row_vector<T, V>*>(v.ap + i0) = ap;
+    *reinterpret_cast<vec*>(v.p[(control.searches + 1) & 1] + i0) = p;
+    *reinterpret_cast<vec*>(v.ap + i0) = ap;
     search_sums<T> acc{detail::multiply_rounded(p.e[0], ap.e[0])};
 #pragma unroll
     for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.e[k], ap.e[k])};
