@@ -31,10 +31,12 @@ using kernels::cg_device_result;
 
 namespace detail {
 
-/// Up to this many rows, `automatic` picks the persistent kernel (the vectors
-/// and a 27-point CSR matrix of 2^19 rows are about 100 MB; the H100 timings
-/// decide the cut: see docs).
-inline constexpr std::int64_t kPersistentMaxRows = std::int64_t{1} << 19;
+/// Up to this many rows, `automatic` picks the persistent kernel. The H100
+/// timings decide the cut (bench/results/h100-2026-11-24-cg-rows-per-lane.json,
+/// 27-point Poisson, f32, µs an iteration, persistent against graph): g = 128
+/// (2^21 rows) CSR 288 / 321, matrix-free 93 / 127; g = 200 (8·10^6 rows)
+/// CSR 1218 / 1165, matrix-free 426 / 378.
+inline constexpr std::int64_t kPersistentMaxRows = std::int64_t{1} << 22;
 /// Graph mode: at most about this many chunks (the last block reduces them).
 inline constexpr std::int64_t kGraphTargetChunks = 2048;
 /// Persistent mode: at most about this many chunks (every block reduces them
