@@ -19,12 +19,12 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include "tally/core/tree.hpp"
+#include "tally/cuda/device/vector_load.cuh"
 #include "tally/solvers/cuda/cg_staging.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
@@ -94,24 +94,6 @@ __device__ __forceinline__ void chunk_phase(std::int64_t c, const cg_scratch<T>&
   if (threadIdx.x == 0) partials[c] = value.value;  // every chunk holds a row, so the value is never empty
 }
 
-/// V consecutive elements of a vector, moved as one aligned access.
-template <class T, int V>
-struct alignas(sizeof(T) * V) row_vector {
-  T e[V];
-};
-
-/// A row_vector read with one 16-byte load: plainly in the persistent kernel
-/// (see fresh_read), through the read-only cache in the graph mode. Pre: p
-/// 16-byte aligned.
-template <bool Persistent, class T>
-__device__ __forceinline__ row_vector<T, kV<T>> load_vector(const T* p) {
-  static_assert(sizeof(row_vector<T, kV<T>>) == sizeof(int4), "a vector is 16 bytes");
-  const int4 bits = Persistent ? *reinterpret_cast<const int4*>(p) : __ldg(reinterpret_cast<const int4*>(p));
-  row_vector<T, kV<T>> value;
-  memcpy(&value, &bits, sizeof value);
-  return value;
-}
-
 template <class Op>
 inline constexpr bool is_stencil = false;
 template <class V>
@@ -155,7 +137,7 @@ struct phases {
   template <class A>
   __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
     constexpr int V = kV<T>;
-    using vec = row_vector<T, V>;
+    using vec = device::vector_of<T, V>;
     std::int64_t x0, y, z;
     a.coordinates(i0, x0, y, z);
     const bool inner = a.points == 27 && y > 0 && y + 1 < a.g && z > 0 && z + 1 < a.g && x0 + V <= a.g;
@@ -173,9 +155,11 @@ struct phases {
         const std::int64_t j0 = inner ? i0 + a.line_offset(line) : i0;
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
-          const vec zv = load_vector<Persistent>(v.z + j0), pv = load_vector<Persistent>(from + j0);
+          // Persistent: plain loads, as fresh_read says; graph: read-only.
+          const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
+          const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
-          for (int t = 0; t < V; ++t) w[t + 1] = zv.e[t] + detail::multiply_rounded(beta, pv.e[t]);
+          for (int t = 0; t < V; ++t) w[t + 1] = zv.v[t] + detail::multiply_rounded(beta, pv.v[t]);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
@@ -190,11 +174,11 @@ struct phases {
         }
 #pragma unroll
         for (int k = 0; k < V; ++k)
-          ap.e[k] = a.inner_line(line == 0 ? T(0) : ap.e[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
+          ap.v[k] = a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
                                  w[k + 2]);
         if (line == 4) {
 #pragma unroll
-          for (int k = 0; k < V; ++k) p.e[k] = w[k + 1];
+          for (int k = 0; k < V; ++k) p.v[k] = w[k + 1];
         }
       }
     }
@@ -205,11 +189,11 @@ struct phases {
       return acc;
     }
     // Scratch vectors, aligned: i0 is a multiple of V.
-    *reinterpret_cast<vec*>(v.p[(control.searches + 1) & 1] + i0) = p;
-    *reinterpret_cast<vec*>(v.ap + i0) = ap;
-    search_sums<T> acc{detail::multiply_rounded(p.e[0], ap.e[0])};
+    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, V, true>(v.ap + i0, ap);
+    search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
 #pragma unroll
-    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.e[k], ap.e[k])};
+    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
     return acc;
   }
   /// The search's several-rows-a-lane leaf: stencils only (a CSR matrix's
@@ -228,31 +212,24 @@ struct phases {
   /// caller's x is aligned).
   __device__ update_sums<T> update_vector(std::int64_t i0) const {
     constexpr int V = kV<T>;
-    using vec = row_vector<T, V>;
-    const bool x_aligned = reinterpret_cast<std::uintptr_t>(v.x) % sizeof(vec) == 0;
-    vec x, r, z;
-    if (x_aligned) {
-      x = *reinterpret_cast<const vec*>(v.x + i0);
-    } else {
-#pragma unroll
-      for (int k = 0; k < V; ++k) x.e[k] = v.x[i0 + k];
-    }
-    r = *reinterpret_cast<const vec*>(v.r + i0);
-    const vec p = *reinterpret_cast<const vec*>(v.p[control.searches & 1] + i0);
-    const vec ap = *reinterpret_cast<const vec*>(v.ap + i0);
-    const vec dinv = *reinterpret_cast<const vec*>(v.dinv + i0);
-    update_sums<T> acc = detail::update_values(x.e[0], r.e[0], z.e[0], p.e[0], ap.e[0], dinv.e[0], control.alpha);
+    // Plain loads throughout: x and r are rewritten in this kernel, and in the
+    // persistent one p and Ap were written by other blocks (see fresh_read).
+    const bool x_aligned = device::vector_aligned<T, V>(v.x);
+    auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
+                       : device::load_vector<T, V, false, false>(v.x + i0);
+    auto r = device::load_vector<T, V, true, false>(v.r + i0);
+    const auto p = device::load_vector<T, V, true, false>(v.p[control.searches & 1] + i0);
+    const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
+    const auto dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
+    device::vector_of<T, V> z;
+    update_sums<T> acc = detail::update_values(x.v[0], r.v[0], z.v[0], p.v[0], ap.v[0], dinv.v[0], control.alpha);
 #pragma unroll
     for (int k = 1; k < V; ++k)
-      acc = acc + detail::update_values(x.e[k], r.e[k], z.e[k], p.e[k], ap.e[k], dinv.e[k], control.alpha);
-    if (x_aligned) {
-      *reinterpret_cast<vec*>(v.x + i0) = x;
-    } else {
-#pragma unroll
-      for (int k = 0; k < V; ++k) v.x[i0 + k] = x.e[k];
-    }
-    *reinterpret_cast<vec*>(v.r + i0) = r;
-    *reinterpret_cast<vec*>(v.z + i0) = z;
+      acc = acc + detail::update_values(x.v[k], r.v[k], z.v[k], p.v[k], ap.v[k], dinv.v[k], control.alpha);
+    if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
+    else device::store_vector<T, V, false>(v.x + i0, x);
+    device::store_vector<T, V, true>(v.r + i0, r);
+    device::store_vector<T, V, true>(v.z + i0, z);
     return acc;
   }
   template <class A>

@@ -69,12 +69,24 @@ __device__ __forceinline__ S warp_full_tree(const S& leaf, const Op& op) {
   return acc;
 }
 
+/// Every lane's subtree is present (see warp_lanes_tree).
+struct all_present {
+  __device__ bool operator()(int) const { return true; }
+};
+
 /// The balanced tree over values held by lanes 0 .. count − 1 (count a power
 /// of two, at most 32), in lane 0: the shuffle-down tree pairs neighbours
-/// first, as tree::balanced does. Pre: all lanes call it.
-template <class S, class Op>
-__device__ __forceinline__ S warp_lanes_tree(S acc, int count, const Op& op) {
-  for (int delta = 1; delta < count; delta <<= 1) acc = op(acc, device::shuffle_down(acc, delta));
+/// first, as tree::balanced does. `present(l)` says whether the subtree that
+/// starts at lane l holds any value; the empty ones must be a suffix, and a
+/// combine with one is skipped (the maybe<> tree's rule, without its flags).
+/// Pre: all lanes call it.
+template <class S, class Op, class Present = all_present>
+__device__ __forceinline__ S warp_lanes_tree(S acc, int count, const Op& op, const Present& present = {}) {
+  const int lane = threadIdx.x & 31;
+  for (int delta = 1; delta < count; delta <<= 1) {
+    const S right = device::shuffle_down(acc, delta);
+    if (present(lane + delta)) acc = op(acc, right);
+  }
   return acc;
 }
 
@@ -132,32 +144,29 @@ __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_
   const std::int64_t warp_first = first + static_cast<std::int64_t>(threadIdx.x / 32) * 32 * passes;
   const int lane = threadIdx.x & 31;
   if (first + static_cast<std::int64_t>(kThreads) * passes <= n) {  // block-uniform
-    S held{};  // lane p: the value of the warp's pass p
-    int count = passes;
-    bool done = false;
+    // Lane p holds the value of the warp's pass p; their tree is the warp's.
+    const auto warp_tree = [&](const S& held, int count) {
+      const S root = warp_lanes_tree(held, count, op);
+      return device::block_combine_warps<kThreads>(tree::maybe<S>{root, lane == 0}, op, storage);
+    };
+    S held{};
     if constexpr (!std::is_same_v<VectorLeaf, no_vector_leaf>) {
       if (passes >= V) {
-        count = passes / V;
-        for (int pass = 0; pass < count; ++pass) {
+        for (int pass = 0; pass < passes / V; ++pass) {
           const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32 * V;
           const S value = device::shuffle(warp_lanes_tree(vector_leaf(row0 + V * lane), 32, op), 0);
           if (lane == pass) held = value;
         }
-        done = true;
+        return warp_tree(held, passes / V);
       }
     }
-    if (!done) {
-      for (int pass = 0; pass < passes; ++pass) {
-        const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32;
-        const auto view = rows.stage(row0, n);
-        const S value = device::shuffle(warp_full_tree<V>(leaf(row0 + lane, view), op), 0);
-        if (lane == pass) held = value;
-      }
+    for (int pass = 0; pass < passes; ++pass) {
+      const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32;
+      const auto view = rows.stage(row0, n);
+      const S value = device::shuffle(warp_full_tree<V>(leaf(row0 + lane, view), op), 0);
+      if (lane == pass) held = value;
     }
-    tree::maybe<S> warp_value{S{}, false};
-    const S root = warp_lanes_tree(held, count, op);
-    if (lane == 0) warp_value = {root, true};
-    return device::block_combine_warps<kThreads>(warp_value, op, storage);
+    return warp_tree(held, passes);
   }
   subtree_stack<S, 6> stack;  // used by lane 0
   for (int pass = 0; pass < passes; ++pass) {
@@ -199,19 +208,11 @@ __device__ tree::maybe<S> root_tree(const S* values, std::int64_t count, const O
     S held{};
     for (int k = 0; k < groups; ++k) {
       const std::int64_t first = warp_first + 32 * k;
-      S value = first + lane < count ? load_cg(values + first + lane) : S{};
-#pragma unroll
-      for (int delta = 1; delta < 32; delta <<= 1) {
-        const S right = device::shuffle_down(value, delta);
-        if (first + lane + delta < count) value = op(value, right);
-      }
-      value = device::shuffle(value, 0);
-      if (lane == k) held = value;
+      const S value = first + lane < count ? load_cg(values + first + lane) : S{};
+      const S group = device::shuffle(warp_lanes_tree(value, 32, op, [&](int l) { return first + l < count; }), 0);
+      if (lane == k) held = group;
     }
-    for (int delta = 1; delta < groups; delta <<= 1) {
-      const S right = device::shuffle_down(held, delta);
-      if (warp_first + 32 * (lane + delta) < count) held = op(held, right);
-    }
+    held = warp_lanes_tree(held, groups, op, [&](int l) { return warp_first + 32 * l < count; });
     return device::block_combine_warps<kThreads>(tree::maybe<S>{held, warp_first < count}, op, storage);
   }
   tree::maybe<S> mine{S{}, false};
