@@ -21,6 +21,18 @@ class Cg : public on_backend<Side> {
 };
 TYPED_TEST_SUITE(Cg, backends, backend_names);
 
+// The automatic GPU mode, a host rule: persistent up to 2^22 rows (2^19 for
+// pipelined CG, whose persistent kernel measured slower at 2^21), graph above.
+TEST(CgAutomaticMode, PersistentUpToTheMeasuredCutsGraphAbove) {
+  namespace d = tally::solvers::detail;
+  EXPECT_EQ(d::automatic_mode(1, false), sv::cg_mode::persistent);
+  EXPECT_EQ(d::automatic_mode(std::int64_t{1} << 22, false), sv::cg_mode::persistent);
+  EXPECT_EQ(d::automatic_mode((std::int64_t{1} << 22) + 1, false), sv::cg_mode::graph);
+  EXPECT_EQ(d::automatic_mode(std::int64_t{1} << 19, true), sv::cg_mode::persistent);
+  EXPECT_EQ(d::automatic_mode((std::int64_t{1} << 19) + 1, true), sv::cg_mode::graph);
+  EXPECT_EQ(d::automatic_mode(std::int64_t{128} * 128 * 128, true), sv::cg_mode::graph);
+}
+
 template <class T>
 double tolerance_for() {
   return std::is_same_v<T, float> ? 1e-5 : 1e-10;

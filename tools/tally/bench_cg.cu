@@ -3,6 +3,7 @@
 // process, every solution's true residual checked on the host (double)
 // before it is reported. Registered with add_bench_cg(bench) (commands.hpp).
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -66,25 +67,46 @@ int host_threads() {
 #endif
 }
 
-/// Median wall time (ms) of `trials` runs of solve() after one warm-up;
-/// solve() returns the iterations, which must not change between runs.
-/// Long solves run fewer trials (about 3 s at most in total).
+/// One solve's wall time (ms); its iteration count in `iterations`.
+template <class Solve>
+double time_once(const Solve& solve, std::int64_t& iterations) {
+  const auto start = std::chrono::steady_clock::now();
+  iterations = solve();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Median wall time (ms) of `trials` runs of each solve after one warm-up
+/// each, the runs of the solves taken in turn (a, b, a, b, ...) so that a
+/// change in the host's load falls on all of them alike; each solve returns
+/// its iterations, which must not change between its runs. Long solves run
+/// fewer trials (about 3 s at most for the slowest).
+template <class... Solve>
+std::array<std::pair<double, std::int64_t>, sizeof...(Solve)> time_solves(int trials, const Solve&... solve) {
+  std::array<std::pair<double, std::int64_t>, sizeof...(Solve)> out{};
+  std::array<std::vector<double>, sizeof...(Solve)> ms;
+  double slowest = 0;
+  std::size_t k = 0;
+  ((slowest = std::max(slowest, time_once(solve, out[k++].second))), ...);
+  const int n = std::clamp(static_cast<int>(3000.0 / std::max(slowest, 1e-3)), 1, trials);
+  for (int t = 0; t < n; ++t) {
+    k = 0;
+    (
+        [&] {
+          std::int64_t again = 0;
+          ms[k].push_back(time_once(solve, again));
+          if (again != out[k].second) throw std::runtime_error("iteration count changed between runs");
+          ++k;
+        }(),
+        ...);
+  }
+  for (k = 0; k < out.size(); ++k) out[k].first = median(ms[k]);
+  return out;
+}
+
+/// time_solves of one solve.
 template <class Solve>
 std::pair<double, std::int64_t> time_solve(int trials, const Solve& solve) {
-  auto once = [&](std::int64_t& iterations) {
-    const auto start = std::chrono::steady_clock::now();
-    iterations = solve();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
-  std::int64_t iterations = 0, again = 0;
-  const double first = once(iterations);
-  const int n = std::clamp(static_cast<int>(3000.0 / std::max(first, 1e-3)), 1, trials);
-  std::vector<double> ms;
-  for (int t = 0; t < n; ++t) {
-    ms.push_back(once(again));
-    if (again != iterations) throw std::runtime_error("iteration count changed between runs");
-  }
-  return {median(ms), iterations};
+  return time_solves(trials, solve)[0];
 }
 
 template <class T>
@@ -162,21 +184,26 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
   // Eigen and tally on the host.
   const int threads = host_threads();
   if (p.grid <= s.cpu_max_grid) {
-    std::vector<T> hx(n);
-    const auto eigen = time_solve(s.trials, [&] {
-      std::fill(hx.begin(), hx.end(), T(0));
-      return std::int64_t{bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
-                                              p.a.values.data(), p.b.data(), hx.data(), s.rtol, s.max_iters, threads)};
-    });
-    add("eigen", true, eigen, hx, false, false, std::to_string(threads) + " threads");
+    // Timed in turn (see time_solves): the host's load varies between runs
+    // (one run measured both 1.5x slower and tally 4x slower than the next).
+    std::vector<T> eigen_x(n), mine_x(n);
     solvers::cg_options o;
     o.rtol = s.rtol;
     o.max_iterations = s.max_iters;
-    const auto mine = time_solve(s.trials, [&] {
-      std::fill(hx.begin(), hx.end(), T(0));
-      return solvers::cg(tally::cpu, p.a.view(), p.b.data(), hx.data(), o).iterations;
-    });
-    add("tally-cpu", true, mine, hx, true, false, std::to_string(threads) + " threads");
+    const auto [eigen, mine] = time_solves(
+        s.trials,
+        [&] {
+          std::fill(eigen_x.begin(), eigen_x.end(), T(0));
+          return std::int64_t{bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
+                                                  p.a.values.data(), p.b.data(), eigen_x.data(), s.rtol, s.max_iters,
+                                                  threads)};
+        },
+        [&] {
+          std::fill(mine_x.begin(), mine_x.end(), T(0));
+          return solvers::cg(tally::cpu, p.a.view(), p.b.data(), mine_x.data(), o).iterations;
+        });
+    add("eigen", true, eigen, eigen_x, false, false, std::to_string(threads) + " threads, timed in turn with tally-cpu");
+    add("tally-cpu", true, mine, mine_x, true, false, std::to_string(threads) + " threads, timed in turn with eigen");
   }
   // tally on the GPU: each mode, CSR and matrix-free. Timed around cg_async
   // (graph capture included) with one wait at the end.

@@ -27,6 +27,7 @@ struct solve_cg_settings {
   std::string precision = "f32", precond = "jacobi", mode = "auto";
   double rtol = 1e-6;
   std::int64_t max_iters = 10000;
+  int grid_blocks = 0;
   bool matrix_free = false, cpu = false;
 };
 
@@ -87,6 +88,7 @@ int run_solve(const solve_cg_settings& s) {
            : s.mode == "graph"    ? solvers::cg_mode::graph
                                   : solvers::cg_mode::automatic;
   o.pipelined = s.mode == "pipelined";
+  o.grid_blocks = s.grid_blocks;
   const std::int64_t g = s.poisson27 > 0 ? s.poisson27 : s.poisson7;
   const int points = s.poisson27 > 0 ? 27 : 7;
   const cg_problem<T> p = s.matrix.empty() ? poisson_problem<T>(g, points, !s.matrix_free)
@@ -174,6 +176,11 @@ void add_solve_cg(CLI::App& solve) {
   cmd->add_option("--mode", s->mode, "GPU execution: auto, persistent (one cooperative kernel), graph (CUDA graph "
                                      "with a device-side loop) or pipelined")
       ->check(CLI::IsMember({"auto", "persistent", "graph", "pipelined"}))
+      ->capture_default_str();
+  cmd->add_option("--grid-blocks", s->grid_blocks,
+                  "GPU persistent mode: blocks of the cooperative kernel (0: as many as fit; more than fit "
+                  "falls back to the graph mode, saying so)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->add_flag("--matrix-free", s->matrix_free, "apply the Poisson stencil instead of a matrix (with --poisson27/7)");
   cmd->add_flag("--cpu", s->cpu, "run the CPU backend (OpenMP) instead of the GPU");

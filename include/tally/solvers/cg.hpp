@@ -49,7 +49,7 @@ enum class cg_preconditioner { jacobi, none };
 
 /// How the GPU backend runs the iterations (the CPU backend ignores it).
 enum class cg_mode {
-  automatic,   ///< persistent up to 2^22 rows (measured faster there on the H100), graph above
+  automatic,   ///< persistent up to 2^22 rows (2^19 for pipelined CG; measured faster there on the H100), graph above
   persistent,  ///< one cooperative kernel, grid-wide barriers; falls back to graph if the grid cannot be co-resident
   graph,       ///< a CUDA graph of fused kernels looping on the device (conditional while node)
 };

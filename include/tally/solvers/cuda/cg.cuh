@@ -37,10 +37,27 @@ namespace detail {
 /// (2^21 rows) CSR 288 / 321, matrix-free 93 / 127; g = 200 (8·10^6 rows)
 /// CSR 1218 / 1165, matrix-free 426 / 378.
 inline constexpr std::int64_t kPersistentMaxRows = std::int64_t{1} << 22;
+/// The same cut for pipelined CG, which was measured apart: at g = 128 its
+/// persistent kernel is the slower one (CSR 376 against 357 µs in the graph
+/// mode, matrix-free 156 against 123; bench/results/h100-2026-11-24-cg-rows-
+/// per-lane.json and the run before it).
+inline constexpr std::int64_t kPipelinedPersistentMaxRows = std::int64_t{1} << 19;
+
+/// What cg_mode::automatic runs for n rows (pipelined CG or not).
+constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined) {
+  return n <= (pipelined ? kPipelinedPersistentMaxRows : kPersistentMaxRows) ? cg_mode::persistent : cg_mode::graph;
+}
+
 /// Graph mode: at most about this many chunks (the last block reduces them).
+/// H100, 27-point, f32, matrix-free, µs an iteration for 1024 / 2048 / 4096 /
+/// 8192: g = 128 103 / 108 / 147 / 224, g = 200 343 / 319 / 320 / 340 (fewer
+/// than 4 passes a chunk lose the several-rows-a-lane leaves).
 inline constexpr std::int64_t kGraphTargetChunks = 2048;
 /// Persistent mode: at most about this many chunks (every block reduces them
-/// after each barrier, so fewer keeps that cheap).
+/// after each barrier). H100, g = 128, f32, 512 / 1024 / 2048: matrix-free
+/// 122 / 93.4 / 89.7 µs an iteration, CSR 328 / 281 / 281. 2048 would take
+/// the several-rows-a-lane leaves out of the bits tests' sizes (g = 84 would
+/// get 2 passes a chunk) for 4 %, so 1024.
 inline constexpr std::int64_t kPersistentTargetChunks = 1024;
 
 /// kThreads-row passes per chunk so that there are at most about `target`
@@ -323,7 +340,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   }
   const std::int64_t blocks_of_rows = (n + kernels::kThreads - 1) / kernels::kThreads;
   cg_mode mode = options.mode;
-  if (mode == cg_mode::automatic) mode = n <= detail::kPersistentMaxRows ? cg_mode::persistent : cg_mode::graph;
+  if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined);
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
     const int passes = detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks);

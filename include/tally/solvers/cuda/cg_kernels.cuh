@@ -274,6 +274,17 @@ struct shared_state {
 template <class T>
 inline constexpr int kPersistentBlocksPerSm = sizeof(T) == 4 ? 3 : 2;
 
+/// Blocks of a graph-mode phase kernel an SM should hold. Stencils: 4, which
+/// caps the search at 64 registers (96 uncapped: two blocks an SM, and the
+/// kernel latency-bound). H100, 27-point, graph mode, `tally bench cg`, µs an
+/// iteration: f32 g = 128 129 → 106, g = 200 377 → 319; f64 g = 128 204 →
+/// 164. CSR phases stage 64 KiB of rows a block, so at most 3 fit anyway,
+/// and capping them at 64 registers was slower (g = 200: 1143 against 1072).
+/// (The persistent kernel at 4 blocks for float: 64 registers and ~1 KiB of
+/// spills, the same 93 µs at g = 128.)
+template <class Op>
+inline constexpr int kPhaseBlocksPerSm = is_stencil<Op> ? 4 : 1;
+
 /// The solve as one cooperative kernel. Pre: launched cooperatively with
 /// kThreads threads and gridDim.x <= s.chunks blocks, all co-resident;
 /// `initial` made by cg_control::make. Post: x, the history (block 0 writes
@@ -381,8 +392,9 @@ __global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg
 /// Final, that the final residual is needed). `handle_setter`: the kernel that
 /// sets the device-side loop's condition (the last of a loop body).
 template <cg_phase Phase, bool Final, class T, class Op>
-__global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
-                                                            cudaGraphConditionalHandle handle, bool sets_handle);
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
+    cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
+                    bool sets_handle);
 
 /// Graph mode, the end: zero x when b = 0, write *result.
 template <class T>
@@ -430,8 +442,9 @@ __global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg
 }
 
 template <cg_phase Phase, bool Final, class T, class Op>
-__global__ void __launch_bounds__(kThreads) cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
-                                                            cudaGraphConditionalHandle handle, bool sets_handle) {
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
+    cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
+                    bool sets_handle) {
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
   if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
