@@ -215,22 +215,27 @@ __device__ tree::maybe<S> root_tree(const S* values, std::int64_t count, const O
     held = warp_lanes_tree(held, groups, op, [&](int l) { return warp_first + 32 * l < count; });
     return device::block_combine_warps<kThreads>(tree::maybe<S>{held, warp_first < count}, op, storage);
   }
-  tree::maybe<S> mine{S{}, false};
   if (padded <= kThreads) {
-    if (threadIdx.x < count) mine = {load_cg(values + threadIdx.x), true};
-  } else {
-    // Thread t: the aligned run [t·per, (t+1)·per), a subtree of its own.
-    const std::int64_t per = padded / kThreads;
-    const std::int64_t first = threadIdx.x * per;
-    subtree_stack<S, 24> stack;  // per <= 2^23
-    for (std::int64_t k = 0; k < per; ++k) {
-      tree::maybe<S> node{S{}, false};
-      if (first + k < count) node = {load_cg(values + first + k), true};
-      stack.push(node, op);
-    }
-    mine = stack.root();
+    // Warp w: values 32w .. 32w + 31, folded by shuffles, then the warps'
+    // values: the tree over kThreads slots whose empty suffix is skipped,
+    // which is the tree over `padded`. (The small solves' per-phase cost:
+    // every block runs this after each grid barrier.)
+    const int lane = threadIdx.x & 31;
+    const std::int64_t warp_first = threadIdx.x - lane;
+    const S value = threadIdx.x < count ? load_cg(values + threadIdx.x) : S{};
+    const S held = warp_lanes_tree(value, 32, op, [&](int l) { return warp_first + l < count; });
+    return device::block_combine_warps<kThreads>(tree::maybe<S>{held, warp_first < count}, op, storage);
   }
-  return device::block_reduce<kThreads>(mine, op, storage);
+  // Thread t: the aligned run [t·per, (t+1)·per), a subtree of its own.
+  const std::int64_t per = padded / kThreads;
+  const std::int64_t first = threadIdx.x * per;
+  subtree_stack<S, 24> stack;  // per <= 2^23
+  for (std::int64_t k = 0; k < per; ++k) {
+    tree::maybe<S> node{S{}, false};
+    if (first + k < count) node = {load_cg(values + first + k), true};
+    stack.push(node, op);
+  }
+  return device::block_reduce<kThreads>(stack.root(), op, storage);
 }
 
 }  // namespace tally::solvers::kernels
