@@ -3,11 +3,11 @@
 // process, every solution's true residual checked on the host (double)
 // before it is reported. Registered with add_bench_cg(bench) (commands.hpp).
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -67,46 +67,39 @@ int host_threads() {
 #endif
 }
 
-/// One solve's wall time (ms); its iteration count in `iterations`.
-template <class Solve>
-double time_once(const Solve& solve, std::int64_t& iterations) {
-  const auto start = std::chrono::steady_clock::now();
-  iterations = solve();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
+/// A solve to time: runs it once and returns its iterations.
+using timed_solve = std::function<std::int64_t()>;
 
-/// Median wall time (ms) of `trials` runs of each solve after one warm-up
-/// each, the runs of the solves taken in turn (a, b, a, b, ...) so that a
-/// change in the host's load falls on all of them alike; each solve returns
-/// its iterations, which must not change between its runs. Long solves run
-/// fewer trials (about 3 s at most for the slowest).
-template <class... Solve>
-std::array<std::pair<double, std::int64_t>, sizeof...(Solve)> time_solves(int trials, const Solve&... solve) {
-  std::array<std::pair<double, std::int64_t>, sizeof...(Solve)> out{};
-  std::array<std::vector<double>, sizeof...(Solve)> ms;
+/// Median wall time (ms) and iterations of each solve: one warm-up run each,
+/// then `trials` runs of each taken in turn (a, b, a, b, ...), so that a
+/// change in the host's load falls on all of them alike. A solve's
+/// iterations must not change between its runs. Long solves run fewer trials
+/// (about 3 s at most for the slowest).
+std::vector<std::pair<double, std::int64_t>> time_solves(int trials, const std::vector<timed_solve>& solves) {
+  auto once = [](const timed_solve& solve, std::int64_t& iterations) {
+    const auto start = std::chrono::steady_clock::now();
+    iterations = solve();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  std::vector<std::pair<double, std::int64_t>> out(solves.size());
+  std::vector<std::vector<double>> ms(solves.size());
   double slowest = 0;
-  std::size_t k = 0;
-  ((slowest = std::max(slowest, time_once(solve, out[k++].second))), ...);
+  for (std::size_t k = 0; k < solves.size(); ++k) slowest = std::max(slowest, once(solves[k], out[k].second));
   const int n = std::clamp(static_cast<int>(3000.0 / std::max(slowest, 1e-3)), 1, trials);
   for (int t = 0; t < n; ++t) {
-    k = 0;
-    (
-        [&] {
-          std::int64_t again = 0;
-          ms[k].push_back(time_once(solve, again));
-          if (again != out[k].second) throw std::runtime_error("iteration count changed between runs");
-          ++k;
-        }(),
-        ...);
+    for (std::size_t k = 0; k < solves.size(); ++k) {
+      std::int64_t again = 0;
+      ms[k].push_back(once(solves[k], again));
+      if (again != out[k].second) throw std::runtime_error("iteration count changed between runs");
+    }
   }
-  for (k = 0; k < out.size(); ++k) out[k].first = median(ms[k]);
+  for (std::size_t k = 0; k < solves.size(); ++k) out[k].first = median(ms[k]);
   return out;
 }
 
 /// time_solves of one solve.
-template <class Solve>
-std::pair<double, std::int64_t> time_solve(int trials, const Solve& solve) {
-  return time_solves(trials, solve)[0];
+std::pair<double, std::int64_t> time_solve(int trials, const timed_solve& solve) {
+  return time_solves(trials, {solve})[0];
 }
 
 template <class T>
@@ -190,9 +183,9 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
     solvers::cg_options o;
     o.rtol = s.rtol;
     o.max_iterations = s.max_iters;
-    const auto [eigen, mine] = time_solves(
+    const auto timed = time_solves(
         s.trials,
-        [&] {
+        {[&] {
           std::fill(eigen_x.begin(), eigen_x.end(), T(0));
           return std::int64_t{bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
                                                   p.a.values.data(), p.b.data(), eigen_x.data(), s.rtol, s.max_iters,
@@ -201,9 +194,9 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
         [&] {
           std::fill(mine_x.begin(), mine_x.end(), T(0));
           return solvers::cg(tally::cpu, p.a.view(), p.b.data(), mine_x.data(), o).iterations;
-        });
-    add("eigen", true, eigen, eigen_x, false, false, std::to_string(threads) + " threads, timed in turn with tally-cpu");
-    add("tally-cpu", true, mine, mine_x, true, false, std::to_string(threads) + " threads, timed in turn with eigen");
+        }});
+    add("eigen", true, timed[0], eigen_x, false, false, std::to_string(threads) + " threads, timed in turn with tally-cpu");
+    add("tally-cpu", true, timed[1], mine_x, true, false, std::to_string(threads) + " threads, timed in turn with eigen");
   }
   // tally on the GPU: each mode, CSR and matrix-free. Timed around cg_async
   // (graph capture included) with one wait at the end.

@@ -192,17 +192,20 @@ __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_
 template <class S, class Op>
 __device__ tree::maybe<S> root_tree(const S* values, std::int64_t count, const Op& op, block_storage<S>& storage) {
   const std::int64_t padded = static_cast<std::int64_t>(tree::bit_ceil(static_cast<std::uint64_t>(count)));
-  if (padded > kThreads && padded <= static_cast<std::int64_t>(kWarps) * 32 * 32) {
-    // Warp w: the aligned run of padded / kWarps values from w·padded / kWarps,
-    // read 32 consecutive ones at a time (coalesced, independent loads), each
-    // 32 folded by a shuffle tree and the groups' values (group k in lane k)
-    // by another. The values past `count` are a suffix, so an empty subtree
-    // is one that starts at or past `count`: skipping those combines is the
-    // maybe<> tree's rule, without its flags. (Every block does this after
-    // each grid barrier: a per-thread run folded through a stack in local
-    // memory was ~13 % of the persistent kernel's stall samples, g = 128.)
+  if (padded <= static_cast<std::int64_t>(kWarps) * 32 * 32) {
+    // Warp w: the aligned run of span = max(padded / kWarps, 32) values from
+    // w·span, read 32 consecutive ones at a time (coalesced, independent
+    // loads), each 32 folded by a shuffle tree and the groups' values (group
+    // k in lane k) by another. The values past `count` are a suffix, so an
+    // empty subtree is one that starts at or past `count`: skipping those
+    // combines is the maybe<> tree's rule, without its flags (and makes the
+    // tree over kWarps·span slots the tree over `padded` when padded is
+    // smaller). Every block does this after each grid barrier: a per-thread
+    // run folded through a stack in local memory was ~13 % of the persistent
+    // kernel's stall samples at g = 128, and a flagged block reduce of the
+    // 117 values at g = 31 cost 0.5 µs an iteration.
     const int lane = threadIdx.x & 31;
-    const std::int64_t span = padded / kWarps;
+    const std::int64_t span = padded / kWarps > 32 ? padded / kWarps : 32;
     const std::int64_t warp_first = static_cast<std::int64_t>(threadIdx.x / 32) * span;
     const int groups = static_cast<int>(span / 32);
     S held{};
@@ -213,17 +216,6 @@ __device__ tree::maybe<S> root_tree(const S* values, std::int64_t count, const O
       if (lane == k) held = group;
     }
     held = warp_lanes_tree(held, groups, op, [&](int l) { return warp_first + 32 * l < count; });
-    return device::block_combine_warps<kThreads>(tree::maybe<S>{held, warp_first < count}, op, storage);
-  }
-  if (padded <= kThreads) {
-    // Warp w: values 32w .. 32w + 31, folded by shuffles, then the warps'
-    // values: the tree over kThreads slots whose empty suffix is skipped,
-    // which is the tree over `padded`. (The small solves' per-phase cost:
-    // every block runs this after each grid barrier.)
-    const int lane = threadIdx.x & 31;
-    const std::int64_t warp_first = threadIdx.x - lane;
-    const S value = threadIdx.x < count ? load_cg(values + threadIdx.x) : S{};
-    const S held = warp_lanes_tree(value, 32, op, [&](int l) { return warp_first + l < count; });
     return device::block_combine_warps<kThreads>(tree::maybe<S>{held, warp_first < count}, op, storage);
   }
   // Thread t: the aligned run [t·per, (t+1)·per), a subtree of its own.
