@@ -102,4 +102,9 @@ inline std::vector<std::int64_t> boundary_sizes(int v, std::int64_t largest) {
   return sizes;
 }
 
+/// The SCOPED_TRACE text of one call: what, its size and the input's offset.
+inline std::string trace_of(const std::string& what, std::int64_t n, std::size_t offset) {
+  return what + ", n = " + std::to_string(n) + ", offset " + std::to_string(offset);
+}
+
 }  // namespace tally::testing

@@ -14,10 +14,6 @@
 namespace tally::testing {
 namespace {
 
-std::string trace_of(const std::string& what, std::int64_t n, std::size_t offset) {
-  return what + ", n = " + std::to_string(n) + ", offset " + std::to_string(offset);
-}
-
 template <class Side>
 class ReduceOps : public reduce_test<Side> {};
 TYPED_TEST_SUITE(ReduceOps, backends, backend_names);

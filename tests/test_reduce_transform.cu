@@ -15,10 +15,6 @@ template <class Side>
 class ReduceTransform : public reduce_test<Side> {};
 TYPED_TEST_SUITE(ReduceTransform, backends, backend_names);
 
-std::string trace_of(const std::string& what, std::int64_t n, std::size_t offset) {
-  return what + ", n = " + std::to_string(n) + ", offset " + std::to_string(offset);
-}
-
 std::vector<std::int64_t> some_sizes(random_source& rng) {
   return {1, 7, 4097, rng.integer(2, 3000), rng.integer(100000, 300000)};
 }
