@@ -156,7 +156,8 @@ fixed_point_setup prepare_fixed_point(const gpu_backend& gpu, const row_scatter<
   if (derive) {
     const auto largest = iak::largest_row_magnitude_kernel<I, V>;
     launch("launch of tally::kernels::index_add::largest_row_magnitude_kernel",
-           launch_config(dim3(index_add_grid(largest, p.rows * p.cols, opts)), dim3(iak::kThreads), 0, gpu.stream),
+           launch_config(dim3(index_add_grid(largest, p.rows * ((p.cols + iak::kChunk<V> - 1) / iak::kChunk<V>), opts)),
+                         dim3(iak::kThreads), 0, gpu.stream),
            largest, p, &words->fixed);
     launch("launch of tally::kernels::histogram::derive_scale_kernel", launch_config(1, 1, 0, gpu.stream),
            hk::derive_scale_kernel<>, headroom, &words->fixed);

@@ -77,8 +77,43 @@ struct plain_values {
 /// Loaded values as int64 fixed point (histogram_options::deterministic).
 struct fixed_point_values {
   ::tally::detail::fixed_point_value quantize;
+  /// 2^s as a float where resolved() found it a normal float, else 0.
+  float scale_float = 0;
+  float limit_float = 0;
+
+  /// A copy with the scale read from the device (where derived there) and,
+  /// where 2^s is a normal float, the float form of the quantisation.
+  __device__ __forceinline__ fixed_point_values resolved() const {
+    fixed_point_values r = *this;
+    if (quantize.scale_on_device) {
+      r.quantize.scale = *quantize.scale_on_device;
+      r.quantize.scale_on_device = nullptr;
+    }
+    const double scale = r.quantize.scale;
+    if (scale >= 0x1p-126 && scale <= 0x1p127 && quantize.limit <= 0x1p127) {
+      r.scale_float = static_cast<float>(scale);
+      r.limit_float = static_cast<float>(quantize.limit);
+    }
+    return r;
+  }
+
+  /// round(v·2^s) as int64, or 0 with the bad flag set for a value outside
+  /// the contract. For float, half and bfloat16 with a float scale the
+  /// product is exact in float (2^s a normal float; a product below 2^-126
+  /// rounds to 0 either way) and cvt.rni rounds half to even as nearbyint:
+  /// the same integer as the double path, at a fraction of its conversions.
   template <class V>
   __device__ __forceinline__ long long operator()(const V& v) const {
+    if constexpr (!std::is_same_v<V, double>) {
+      if (scale_float != 0) {
+        const float scaled = convert<float>(v) * scale_float;
+        if (!(scaled > -limit_float && scaled < limit_float)) {
+          atomicOr(quantize.bad, 1u);
+          return 0;
+        }
+        return __float2ll_rn(scaled);
+      }
+    }
     return quantize(convert<double>(v));
   }
 };

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/row_scatter.hpp"
@@ -17,22 +19,41 @@ namespace tally::kernels::index_add {
 
 /// words->largest_bits = max over every src element (rows with bad indices
 /// included) of the bits of its finite |value| as a double. Grid-stride over
-/// the rows × cols elements.
+/// the rows' 16-byte chunks (kChunk<V> values a thread at a time: one
+/// value a thread made this kernel instruction-bound, 2.2 ms for 10^9
+/// bfloat16). Magnitudes of float, half and bfloat16 are compared as floats
+/// and widened once at the end (exact: the same double as widening each).
 template <class I, class V>
 __global__ void __launch_bounds__(kThreads)
     largest_row_magnitude_kernel(::tally::detail::row_scatter<I, V> p, histogram::fixed_point_words* words) {
-  const std::int64_t total = p.rows * p.cols;
+  constexpr int W = kChunk<V>;
+  using M = std::conditional_t<std::is_same_v<V, double>, double, float>;
+  using Bits = std::conditional_t<std::is_same_v<M, double>, unsigned long long, unsigned>;
+  const std::int64_t chunks = (p.cols + W - 1) / W;  // a row's chunks
+  const std::int64_t total = p.rows * chunks;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  unsigned long long largest = 0;
-  if (e < total)
-    for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
-      const double v = fabs(convert<double>(p.src[at.row * p.src_stride + at.col]));
-      if (isfinite(v)) largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
+  std::int64_t q = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  Bits largest = 0;  // non-negative floating-point values order like their bit patterns
+  if (q < total)
+    for (element_walk at(q, step, chunks); q < total; q += step, at.advance()) {
+      const std::int64_t c = at.col * W;
+      const int count = p.cols - c < W ? static_cast<int>(p.cols - c) : W;
+      V v[W]{};
+      load_chunk(p.src + at.row * p.src_stride + c, count, v);
+#pragma unroll
+      for (int e = 0; e < W; ++e) {
+        const M m = fabs(convert<M>(v[e]));
+        Bits bits;
+        memcpy(&bits, &m, sizeof(M));
+        if (e < count && isfinite(m)) largest = max(largest, bits);
+      }
     }
-  // Non-negative doubles order like their bit patterns.
   for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(kFull, largest, offset));
-  if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
+  if ((threadIdx.x & 31) == 0 && largest != 0) {
+    M m;
+    memcpy(&m, &largest, sizeof(M));
+    atomicMax(&words->largest_bits, static_cast<unsigned long long>(__double_as_longlong(static_cast<double>(m))));
+  }
 }
 
 /// slot_of[k] = the first row whose index is k, for every k some row names

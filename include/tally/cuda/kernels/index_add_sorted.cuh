@@ -25,7 +25,16 @@ namespace tally::kernels::index_add {
 /// 15 000 pieces); smaller: more warps on short inputs.
 inline constexpr int kSortedChunk = 256;
 /// Rows of a run whose loads a lane issues together (memory-level parallelism).
+/// 8 was slower for bfloat16 (3.7 against 2.3 ms at 128 wide: more registers).
 inline constexpr int kSortedUnroll = 4;
+/// Blocks an SM runs at least: 64 registers a thread. The kernel is latency-
+/// bound (a lane waits on its keys, then on kSortedUnroll rows at a time), so
+/// warps in flight set its speed. Left free, bfloat16 rows took 128 registers
+/// and 2 blocks an SM (ncu: 24 % occupancy, DRAM 40 % of peak); on the H100,
+/// 7.77 M rows of 128 bfloat16 into 1.72 M, half to one row: 2272 µs with 2
+/// blocks, 1802 with 3 (80 registers), 1754 with 4 (64, 144 bytes spilled);
+/// float (62 registers at 4, none spilled) and double (64 either way) the same.
+inline constexpr int kSortedMinBlocks = 4;
 
 /// Tasks of kSortedChunk sorted positions over `rows` rows (one slot each in
 /// deterministic calls).
@@ -99,6 +108,11 @@ struct plain_runs {
   V* out;
   std::int64_t out_stride;
   out_sink<V, Op> sink;
+  /// The batch of kSortedUnroll rows summed unrolled (flush inlined at each
+  /// row): rolled, this kernel ran 2298 against 1732 µs (bfloat16, 7.77 M rows
+  /// of 128 into 1.72 M, half to one row).
+  static constexpr bool kRolled = false;
+  __device__ __forceinline__ plain_runs resolved() const { return *this; }
   __device__ __forceinline__ acc_type value(const V& v) const { return convert<acc_type>(v); }
   __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const { return op(a, b); }
   __device__ __forceinline__ void owned(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>],
@@ -127,6 +141,22 @@ struct fixed_point_runs {
   std::int64_t cols;
   const int* bits_on_device;  ///< derived scale, or null: `bits`
   int bits;
+  /// The batch summed by a rolled loop with one call site of flush: unrolled,
+  /// the kernel's code outgrew the instruction cache (ncu: 67 % of the stalls
+  /// waiting for an instruction fetch); rolled, 6552 → 4212 µs for bfloat16
+  /// (the problem of plain_runs::kRolled), 4439 → 4337 for float.
+  static constexpr bool kRolled = true;
+  /// A copy with the derived scale read from the device once (it is written
+  /// before the kernel starts).
+  __device__ __forceinline__ fixed_point_runs resolved() const {
+    fixed_point_runs r = *this;
+    r.values = values.resolved();
+    if (bits_on_device) {
+      r.bits = *bits_on_device;
+      r.bits_on_device = nullptr;
+    }
+    return r;
+  }
   __device__ __forceinline__ acc_type value(const V& v) const { return values(v); }
   __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const {
     return static_cast<long long>(static_cast<unsigned long long>(a) + static_cast<unsigned long long>(b));
@@ -170,9 +200,10 @@ __device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std
 /// (run, flags) is uniform within the group. Pre: blockDim.x == kThreads,
 /// p.rows and p.cols > 0, group == sorted_group<V>(p.cols).
 template <class I, class V, class Runs>
-__global__ void __launch_bounds__(kThreads)
-    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of, Runs runs,
-                       int group) {
+__global__ void __launch_bounds__(kThreads, kSortedMinBlocks)
+    sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of,
+                       Runs given_runs, int group) {
+  const Runs runs = given_runs.resolved();
   using Acc = typename Runs::acc_type;
   constexpr int W = kChunk<V>;
   constexpr int U = kSortedUnroll;
@@ -212,6 +243,23 @@ __global__ void __launch_bounds__(kThreads)
       const std::int64_t slot = first_run && run == before ? first_position(keys, s0, run) / kSortedChunk : chunk;
       runs.piece(key, c, acc, count, slot);
     };
+    // One row of the run's positions: key (none: the rest of the task is rows
+    // out of range or past s1, group-uniform) and its values.
+    auto take = [&](unsigned key, const V(&row)[W]) {
+      ended = ended || key == none;
+      if (ended) return;
+      if (key != run) {
+        flush(shared);
+        run = key;
+        shared = false;
+        first = true;
+        first_run = false;
+      }
+#pragma unroll
+      for (int e = 0; e < W; ++e)
+        if (e < count) acc[e] = first ? runs.value(row[e]) : runs.combine(acc[e], runs.value(row[e]));
+      first = false;
+    };
     for (int offset = 0; offset < kSortedChunk; offset += group) {
       if (__all_sync(kFull, ended)) break;
       const std::int64_t s = s0 + offset + member;
@@ -226,22 +274,21 @@ __global__ void __launch_bounds__(kThreads)
           const auto r = static_cast<std::int64_t>(__shfl_sync(kFull, my_row, j + u, group));
           if (k[u] != none && count > 0) load_chunk(p.src + r * p.src_stride + c, count, v[u]);
         }
+        if constexpr (Runs::kRolled) {
+          // One call site of take: row 0 of the batch, the batch rotated after each.
+#pragma unroll 1
+          for (int u = 0; u < U; ++u) {
+            take(k[0], v[0]);
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-          // none: the rest of the task is rows out of range or past s1 (group-uniform).
-          ended = ended || k[u] == none;
-          if (ended) continue;
-          if (k[u] != run) {
-            flush(shared);
-            run = k[u];
-            shared = false;
-            first = true;
-            first_run = false;
+            for (int i = 0; i + 1 < U; ++i) {
+              k[i] = k[i + 1];
+#pragma unroll
+              for (int e = 0; e < W; ++e) v[i][e] = v[i + 1][e];
+            }
           }
+        } else {
 #pragma unroll
-          for (int e = 0; e < W; ++e)
-            if (e < count) acc[e] = first ? runs.value(v[u][e]) : runs.combine(acc[e], runs.value(v[u][e]));
-          first = false;
+          for (int u = 0; u < U; ++u) take(k[u], v[u]);
         }
       }
     }
