@@ -16,6 +16,7 @@
 
 #include <tally/core/error.hpp>
 
+#include "dlpack_exchange.hpp"
 #include "ops.hpp"
 #include "torch_tensor.hpp"
 
@@ -63,6 +64,27 @@ dtype to_dtype(const call_site& site, const char* argument, nb::dlpack::dtype t)
   throw nb::type_error((prefix(site, argument) + "has an unsupported dtype (" + kind + std::to_string(t.bits) +
                         "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
                            .c_str());
+}
+
+/// The DLPack dtype of a package dtype.
+nb::dlpack::dtype dlpack_of(dtype t) {
+  using code = nb::dlpack::dtype_code;
+  switch (t) {
+    case dtype::f16: return {(uint8_t)code::Float, 16, 1};
+    case dtype::bf16: return {(uint8_t)code::Bfloat, 16, 1};
+    case dtype::f32: return {(uint8_t)code::Float, 32, 1};
+    case dtype::f64: return {(uint8_t)code::Float, 64, 1};
+    case dtype::i32: return {(uint8_t)code::Int, 32, 1};
+    case dtype::i64: return {(uint8_t)code::Int, 64, 1};
+  }
+  return {};
+}
+
+/// Whether the package takes arrays of DLPack dtype t.
+bool supported(nb::dlpack::dtype t) {
+  for (dtype d : {dtype::f16, dtype::bf16, dtype::f32, dtype::f64, dtype::i32, dtype::i64})
+    if (dlpack_of(d) == t) return true;
+  return false;
 }
 
 /// The array's dtype, after checking that it lives where the call's other
@@ -274,6 +296,23 @@ scatter_op parse_scatter_op(const call_site& site, const std::string& name) {
       (prefix(site, "reduce") + "is '" + name + "'; one of 'sum', 'prod', 'amin', 'amax'").c_str());
 }
 
+/// out[...] = the reduction of xv with o, run on `stream`, after checking
+/// out's dtype and size against xv and o (tally.reduce's rules).
+void run_reduce(call_site& site, const view& xv, nb::handle out, reduce_op o, bool compensated, std::uintptr_t stream,
+                bool checked) {
+  const view ov = output(site, "out", out);
+  const dtype expected = reduce_out_type(xv.type, o, compensated, site.function);
+  const bool indexed = o == reduce_op::argmin || o == reduce_op::argmax;
+  if (ov.type != expected || ov.n != (indexed ? 2 : 1))
+    throw nb::value_error((prefix(site, "out") + "must hold " + (indexed ? "2 elements" : "1 element") +
+                           " of dtype " + name_of(expected) + " (got " + std::to_string(ov.n) + " of " +
+                           name_of(ov.type) + ")")
+                              .c_str());
+  check_no_overlap(site, "out", ov, "x", xv);
+  run(site, stream, [&](const place& p) {
+    reduce(p, xv, ov.data, o, compensated, checked || !p.gpu, site.function);
+  });
+}
 
 }  // namespace
 
@@ -328,20 +367,38 @@ NB_MODULE(_core, m) {
          bool checked, const char* function) {
         call_site site(function);
         const view xv = input(site, "x", x);
-        const view ov = output(site, "out", out);
-        const reduce_op o = parse_reduce_op(site, op);
-        const dtype expected = reduce_out_type(xv.type, o, compensated, function);
-        const bool indexed = o == reduce_op::argmin || o == reduce_op::argmax;
-        if (ov.type != expected || ov.n != (indexed ? 2 : 1))
-          throw nb::value_error((prefix(site, "out") + "must hold " + (indexed ? "2 elements" : "1 element") +
-                                 " of dtype " + name_of(expected) + " (got " + std::to_string(ov.n) + " of " +
-                                 name_of(ov.type) + ")")
-                                    .c_str());
-        check_no_overlap(site, "out", ov, "x", xv);
-        run(site, stream, [&](const place& p) { reduce(p, xv, ov.data, o, compensated, checked || !p.gpu, function); });
+        run_reduce(site, xv, out, parse_reduce_op(site, op), compensated, stream, checked);
       },
       nb::arg("x"), nb::arg("out"), nb::arg("op"), nb::arg("compensated"), nb::arg("stream"), nb::arg("checked"),
       nb::arg("function"), "out[...] = the reduction of x with `op` (see tally.reduce).");
+
+  m.def(
+      "reduce_current",
+      [](nb::handle x, nb::handle out, const std::string& op, bool compensated, const char* function) -> nb::object {
+        // A small call's whole overhead: here x, its stream and a new output
+        // come from torch's DLPack exchange table, where the Python layer
+        // would classify x, ask for the stream and allocate in Python.
+        const dlpack_exchange::table* table = is_plain_torch_tensor(x) ? dlpack_exchange::table_of(x) : nullptr;
+        if (table == nullptr) return nb::none();
+        call_site site(function);
+        const reduce_op o = parse_reduce_op(site, op);
+        if (o == reduce_op::argmin || o == reduce_op::argmax) return nb::none();  // the result is a view of the output
+        std::optional<nb::ndarray<>> tensor = torch_tensor_array(x, false, function, "x");
+        if (!tensor || !supported(tensor->dtype())) return nb::none();  // the general path says why
+        site.keep_inputs.push_back(input_array(*tensor));
+        const view xv = checked_view(site, "x", site.keep_inputs.back(), -1);
+        nb::object result = nb::borrow(out);
+        if (out.is_none())
+          result = dlpack_exchange::allocate(table, {}, dlpack_of(reduce_out_type(xv.type, o, compensated, function)),
+                                             site.gpu ? site.device : -1);
+        const std::uintptr_t stream = site.gpu ? dlpack_exchange::current_stream(table, site.device) : 0;
+        run_reduce(site, xv, result, o, compensated, stream, false);
+        return result;
+      },
+      nb::arg("x"), nb::arg("out").none(), nb::arg("op"), nb::arg("compensated"), nb::arg("function"),
+      "tally.reduce on torch's current stream for a torch tensor x read through torch's DLPack exchange table "
+      "(PyTorch 2.11 on), into `out` or a new 0-d tensor, which it returns; None, having done nothing, where x "
+      "is anything else or the op is argmin/argmax.");
 
   m.def(
       "dot",

@@ -1,9 +1,11 @@
-// See torch_tensor.hpp: torch tensors read through their attributes.
+// See torch_tensor.hpp: torch tensors read without __dlpack__.
 #include "torch_tensor.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include "dlpack_exchange.hpp"
 
 namespace nb = nanobind;
 
@@ -49,29 +51,30 @@ const torch_objects* torch_loaded() {
   return &objects;
 }
 
-}  // namespace
+/// Interned attribute names: nb::handle::attr(const char*) would build a
+/// Python string on every call.
+struct names {
+  nb::handle layout, is_neg, resolve_neg, dtype, is_cuda, is_cpu, get_device, shape, stride, data_ptr;
+};
 
-std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, const char* function,
-                                                const char* argument) {
-  const torch_objects* torch = torch_loaded();
-  // Exact types only: a subclass may override what the attributes report.
-  if (torch == nullptr || !(h.type().is(torch->tensor) || h.type().is(torch->parameter))) return std::nullopt;
-  if (!nb::object(h.attr("layout")).is(torch->strided) || nb::cast<bool>(h.attr("requires_grad"))) return std::nullopt;
-  if (nb::cast<bool>(h.attr("is_neg")())) {
-    // A lazily negated view (torch._neg_view): its memory holds -x. DLPack
-    // would export that memory as it is, so read the negation materialised,
-    // and refuse to write into it.
-    if (writable)
-      throw nb::value_error((std::string("tally.") + function + ": argument '" + argument +
-                             "' is a negated view (negative bit set); call .resolve_neg() on it first")
-                                .c_str());
-    nb::object resolved = h.attr("resolve_neg")();
-    return torch_tensor_array(resolved, false, function, argument);  // the array keeps `resolved` alive
-  }
+const names& name() {
+  static const names n = [] {
+    // New references, kept for the process.
+    const auto intern = [](const char* s) { return nb::handle(PyUnicode_InternFromString(s)); };
+    return names{intern("layout"), intern("is_neg"),     intern("resolve_neg"), intern("dtype"),  intern("is_cuda"),
+                 intern("is_cpu"), intern("get_device"), intern("shape"),       intern("stride"), intern("data_ptr")};
+  }();
+  return n;
+}
 
-  const nb::object type = h.attr("dtype");
+/// h read through the attributes tensors have had since long before the
+/// exchange table (PyTorch before 2.11).
+std::optional<nb::ndarray<>> attribute_array(const torch_objects& torch, nb::handle h) {
+  const names& n = name();
+  if (!nb::object(h.attr(n.layout)).is(torch.strided)) return std::nullopt;
+  const nb::object type = h.attr(n.dtype);
   const torch_objects::entry* dtype = nullptr;
-  for (const auto& e : torch->dtypes)
+  for (const auto& e : torch.dtypes)
     if (type.is(e.type)) {
       dtype = &e;
       break;
@@ -79,15 +82,15 @@ std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, con
   if (dtype == nullptr) return std::nullopt;
 
   int device_type = nb::device::cpu::value, device_id = 0;
-  if (nb::cast<bool>(h.attr("is_cuda"))) {
+  if (nb::cast<bool>(h.attr(n.is_cuda))) {
     device_type = nb::device::cuda::value;
-    device_id = nb::cast<int>(h.attr("get_device")());
-  } else if (!nb::cast<bool>(h.attr("is_cpu"))) {
+    device_id = nb::cast<int>(h.attr(n.get_device)());
+  } else if (!nb::cast<bool>(h.attr(n.is_cpu))) {
     return std::nullopt;  // other devices: DLPack reports what they are
   }
 
-  const nb::tuple shape = nb::borrow<nb::tuple>(h.attr("shape"));
-  const nb::tuple stride = nb::borrow<nb::tuple>(h.attr("stride")());
+  const nb::tuple shape = nb::borrow<nb::tuple>(h.attr(n.shape));
+  const nb::tuple stride = nb::borrow<nb::tuple>(h.attr(n.stride)());
   const std::size_t ndim = nb::len(shape);
   if (ndim > 32 || nb::len(stride) != ndim) return std::nullopt;
   std::size_t sizes[32];
@@ -96,8 +99,48 @@ std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, con
     sizes[i] = nb::cast<std::size_t>(shape[i]);
     strides[i] = nb::cast<std::int64_t>(stride[i]);
   }
-  auto* data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr("data_ptr")()));
+  auto* data = reinterpret_cast<void*>(nb::cast<std::uintptr_t>(h.attr(n.data_ptr)()));
   return nb::ndarray<>(data, ndim, sizes, h, strides, dtype->dlpack, device_type, device_id);
+}
+
+/// h read through its type's DLPack exchange table: one C call.
+std::optional<nb::ndarray<>> exchanged_array(const dlpack_exchange::table* table, nb::handle h) {
+  nb::dlpack::dltensor t;
+  if (!dlpack_exchange::read(table, h, t) || t.ndim < 0 || t.ndim > 32) return std::nullopt;
+  std::size_t sizes[32];
+  for (int i = 0; i < t.ndim; ++i) sizes[i] = static_cast<std::size_t>(t.shape[i]);
+  return nb::ndarray<>(t.data, static_cast<std::size_t>(t.ndim), sizes, h, t.strides, t.dtype, t.device.device_type,
+                       t.device.device_id);
+}
+
+}  // namespace
+
+bool is_plain_torch_tensor(nb::handle h) {
+  const torch_objects* torch = torch_loaded();
+  // Exact types only: a subclass may override what the attributes report.
+  return torch != nullptr && (h.type().is(torch->tensor) || h.type().is(torch->parameter));
+}
+
+std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, const char* function,
+                                                const char* argument) {
+  if (!is_plain_torch_tensor(h)) return std::nullopt;
+  const names& n = name();
+  // A tensor that requires grad is read and written as it is: tally works
+  // outside autograd (the Python layer detaches such arguments, as DLPack
+  // export needs).
+  if (nb::cast<bool>(h.attr(n.is_neg)())) {
+    // A lazily negated view (torch._neg_view): its memory holds -x. Neither
+    // DLPack nor the exchange table says so, so read the negation
+    // materialised, and refuse to write into it.
+    if (writable)
+      throw nb::value_error((std::string("tally.") + function + ": argument '" + argument +
+                             "' is a negated view (negative bit set); call .resolve_neg() on it first")
+                                .c_str());
+    nb::object resolved = h.attr(n.resolve_neg)();
+    return torch_tensor_array(resolved, false, function, argument);  // the array keeps `resolved` alive
+  }
+  if (const dlpack_exchange::table* table = dlpack_exchange::table_of(h)) return exchanged_array(table, h);
+  return attribute_array(*torch_loaded(), h);
 }
 
 }  // namespace tally_py

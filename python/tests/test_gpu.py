@@ -111,10 +111,14 @@ def test_torch_errors_name_the_argument():
 
 @needs_torch
 def test_torch_tensors_read_directly_or_through_dlpack_give_one_result():
-    """Plain tensors are read through their attributes, subclasses through
-    DLPack, negated views as resolved copies: the same bits every way."""
+    """Plain tensors are read through torch's DLPack exchange table (or their
+    attributes before PyTorch 2.11), subclasses through DLPack, negated views
+    as resolved copies: the same bits every way."""
     x = torch.randn(4099, device="cuda")
     expected = bits(tally.sum(x))
+    if hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):  # PyTorch 2.11 on: the exchange table's path
+        direct = tally._core.reduce_current(x, None, "sum", False, "sum")
+        assert isinstance(direct, torch.Tensor) and direct.device == x.device and bits(direct) == expected
     assert bits(tally.sum(x.as_subclass(_TensorSubclass))) == expected
     assert bits(tally.sum(torch.nn.Parameter(x.clone(), requires_grad=False))) == expected
     assert bits(tally.sum(x.clone().requires_grad_())) == expected
