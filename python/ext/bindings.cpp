@@ -524,6 +524,78 @@ NB_MODULE(_core, m) {
       "out[index[i], :] = op(out[index[i], :], src[i, :]) (see tally.index_add).");
 
   m.def(
+      "cg",
+      [](nb::handle indptr, nb::handle indices, nb::handle data, std::int64_t rows, std::int64_t cols, nb::handle b,
+         nb::handle x0, nb::handle x, nb::handle history, double rtol, double atol, std::int64_t max_iterations,
+         std::int64_t true_residual_interval, bool jacobi, bool pipelined, std::uintptr_t stream) {
+        call_site site("cg");
+        const view bv = input(site, "b", b, 1);
+        const csr_matrix A{rows, cols, input(site, "A", indptr, 1), input(site, "A", indices, 1),
+                           input(site, "A", data, 1)};
+        if (rows < 0 || rows != cols)
+          throw nb::value_error((prefix(site, "A") + "must be square (got " + std::to_string(rows) + " x " +
+                                 std::to_string(cols) + ")")
+                                    .c_str());
+        if (A.offsets.n != rows + 1)
+          throw nb::value_error((prefix(site, "A") + "has " + std::to_string(A.offsets.n) +
+                                 " row offsets; a matrix of " + std::to_string(rows) + " rows needs " +
+                                 std::to_string(rows + 1))
+                                    .c_str());
+        if (A.values.n != A.columns.n)
+          throw nb::value_error((prefix(site, "A") + "has " + std::to_string(A.values.n) + " values but " +
+                                 std::to_string(A.columns.n) + " column indices")
+                                    .c_str());
+        if (A.offsets.type != A.columns.type || (A.offsets.type != dtype::i32 && A.offsets.type != dtype::i64))
+          throw nb::type_error((prefix(site, "A") + "has row offsets of dtype " + name_of(A.offsets.type) +
+                                " and column indices of dtype " + name_of(A.columns.type) +
+                                "; tally takes int32 or int64 for both (one dtype)")
+                                   .c_str());
+        if (A.values.type != dtype::f32 && A.values.type != dtype::f64)
+          throw nb::type_error((prefix(site, "A") + "has values of dtype " + name_of(A.values.type) +
+                                "; tally takes float32 or float64")
+                                   .c_str());
+        check_size(site, "b", bv, rows, "it must match A's rows");
+        if (bv.type != A.values.type)
+          throw nb::type_error((prefix(site, "b") + "has dtype " + name_of(bv.type) + " but A's values have " +
+                                name_of(A.values.type))
+                                   .c_str());
+        std::optional<view> x0v;
+        if (!x0.is_none()) {
+          x0v = input(site, "x0", x0, 1);
+          check_size(site, "x0", *x0v, rows, "it must match A's rows");
+          if (x0v->type != bv.type)
+            throw nb::type_error((prefix(site, "x0") + "has dtype " + name_of(x0v->type) + " but 'b' has " +
+                                  name_of(bv.type))
+                                     .c_str());
+        }
+        const view xv = output(site, "x", x, 1);
+        check_size(site, "x", xv, rows, "it must match A's rows");
+        if (xv.type != bv.type) throw nb::type_error((prefix(site, "x") + "must have b's dtype").c_str());
+        for (const auto& [name, other] : {std::pair{"b", bv}, std::pair{"A", A.offsets}, std::pair{"A", A.columns},
+                                          std::pair{"A", A.values}})
+          check_no_overlap(site, "x", xv, name, other);
+        if (x0v) check_no_overlap(site, "x", xv, "x0", *x0v);
+        double* h = nullptr;
+        if (!history.is_none()) {
+          const view hv = output(site, "history", history, 1);
+          check_size(site, "history", hv, max_iterations + 1, "it holds max_iterations + 1 entries");
+          if (hv.type != dtype::f64) throw nb::type_error((prefix(site, "history") + "must be float64").c_str());
+          check_no_overlap(site, "history", hv, "x", xv);
+          h = static_cast<double*>(hv.data);
+        }
+        const cg_settings settings{rtol, atol, max_iterations, true_residual_interval, jacobi, pipelined};
+        cg_report r{};
+        run(site, stream, [&](const place& p) { r = cg(p, A, bv, x0v ? &*x0v : nullptr, xv, h, settings); });
+        return nb::make_tuple(r.iterations, r.status, r.message, r.relative_residual, r.rhs_norm, r.mode, r.note);
+      },
+      nb::arg("indptr"), nb::arg("indices"), nb::arg("data"), nb::arg("rows"), nb::arg("cols"), nb::arg("b"),
+      nb::arg("x0").none(), nb::arg("x"), nb::arg("history").none(), nb::arg("rtol"), nb::arg("atol"),
+      nb::arg("max_iterations"), nb::arg("true_residual_interval"), nb::arg("jacobi"), nb::arg("pipelined"),
+      nb::arg("stream"),
+      "Solves A x = b by conjugate gradient into x (see tally.cg); returns (iterations, status, message, "
+      "relative_residual, rhs_norm, mode, note).");
+
+  m.def(
       "stream_wait",
       [](std::uintptr_t consumer, std::uintptr_t producer) {
         stream_wait(reinterpret_cast<CUstream_st*>(consumer), reinterpret_cast<CUstream_st*>(producer));

@@ -95,6 +95,48 @@ void scatter(const place& where, const view& out, const view& index, const view&
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
                bool deterministic, bool checked);
 
+/// A square or rectangular CSR matrix: row `offsets` (rows + 1 entries) and
+/// `columns` of one integer dtype, `values` (columns.n entries) float32 or
+/// float64 (shapes and dtypes validated by the bindings, the structure by cg).
+struct csr_matrix {
+  std::int64_t rows;
+  std::int64_t cols;
+  view offsets;
+  view columns;
+  view values;
+};
+
+/// tally::solvers::cg_options as the Python layer sets them.
+struct cg_settings {
+  double rtol;
+  double atol;
+  std::int64_t max_iterations;
+  std::int64_t true_residual_interval;
+  bool jacobi;
+  bool pipelined;
+};
+
+/// What tally::solvers::cg reported.
+struct cg_report {
+  std::int64_t iterations;
+  const char* status;   ///< "converged", "iteration_limit", "breakdown", "bad_diagonal", "non_finite"
+  const char* message;  ///< tally::solvers::describe(status)
+  double relative_residual;
+  double rhs_norm;
+  const char* mode;  ///< what the GPU ran: "persistent" or "graph" ("auto" on the CPU)
+  std::string note;
+};
+
+/// Solves A·x = b (tally::solvers::cg) after checking A's structure (offsets
+/// from 0 to columns.n, never decreasing; every column in [0, cols)), which
+/// throws tally::invalid_argument naming tally.cg's argument 'A'. x starts as
+/// a copy of *x0, or zeros when x0 is null. history: null or
+/// max_iterations + 1 float64 of the backend's memory. On the GPU the call
+/// waits for the stream (the checks, then the result). A square, b, x and x0
+/// of A.rows elements of the values' dtype, x overlapping nothing.
+cg_report cg(const place& where, const csr_matrix& A, const view& b, const view* x0, const view& x, double* history,
+             const cg_settings& settings);
+
 /// Microseconds per call of tally::reduce(gpu.on(stream), x, n, out) (f32),
 /// `calls` calls back to back between two CUDA events, after a warm-up.
 double time_sum_cpp(const view& x, void* out, int calls, bool checked, CUstream_st* stream);

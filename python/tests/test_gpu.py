@@ -10,6 +10,7 @@ import pytest
 import tally
 
 from gpu_peers import GPU_MODULE, cupy, needs_cupy, needs_torch, torch
+from test_cg_cpu import random_spd
 
 pytestmark = GPU_MODULE
 
@@ -178,7 +179,48 @@ def test_time_sum_cpp_runs():
     assert 0 < us < 1000
 
 
+@needs_torch
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_torch_cg_gives_the_cpu_bits(dtype):
+    """A torch sparse CSR matrix on the GPU: the same iterates, iteration
+    count and residual history as the CPU backend, bit for bit."""
+    rng = np.random.default_rng()
+    A = random_spd(rng, 5000, dtype=dtype)
+    b = rng.standard_normal(5000).astype(dtype)
+    x_cpu, cpu = tally.cg(A, b, history=True)
+    assert cpu.converged
+    At = torch.sparse_csr_tensor(torch.from_numpy(A.indptr.astype(np.int64)),
+                                 torch.from_numpy(A.indices.astype(np.int64)), torch.from_numpy(A.data),
+                                 size=A.shape, device="cuda")
+    x, info = tally.cg(At, torch.from_numpy(b).cuda(), history=True)
+    assert isinstance(x, torch.Tensor) and x.is_cuda and x.dtype == At.dtype
+    assert info.status == "converged" and info.iterations == cpu.iterations
+    assert bits(x) == bits(x_cpu)
+    assert bits(info.history) == bits(cpu.history)
+    columns = At.col_indices().clone()
+    columns[11] = 5000
+    bad = torch.sparse_csr_tensor(At.crow_indices(), columns, At.values(), size=A.shape)
+    with pytest.raises(ValueError, match=r"tally.cg: argument 'A' has 1 column indices outside \[0, 5000\)"):
+        tally.cg(bad, torch.from_numpy(b).cuda())
+
+
 # ---- CuPy ---------------------------------------------------------------------
+
+
+@needs_cupy
+def test_cupy_cg_gives_the_cpu_bits():
+    import cupyx.scipy.sparse
+
+    rng = np.random.default_rng()
+    A = random_spd(rng, 3000)
+    b = rng.standard_normal(3000)
+    x_cpu, cpu = tally.cg(A, b)
+    Ac = cupyx.scipy.sparse.csr_matrix((cupy.asarray(A.data), cupy.asarray(A.indices), cupy.asarray(A.indptr)),
+                                       shape=A.shape)
+    x, info = tally.cg(Ac, cupy.asarray(b))
+    assert isinstance(x, cupy.ndarray) and info.iterations == cpu.iterations
+    assert bits(x) == bits(x_cpu)
+
 
 
 @needs_cupy

@@ -1,4 +1,4 @@
-"""tally: reductions, histograms and scatter-reduce on the GPU and the CPU.
+"""tally: reductions, histograms, scatter-reduce and conjugate gradient on the GPU and the CPU.
 
 Arrays come from the caller's own library, without copies: NumPy arrays run
 on tally's CPU backend (OpenMP), PyTorch and CuPy tensors on a CUDA device on
@@ -15,10 +15,12 @@ histograms and scatter-adds exact in fixed point).
     tally.scatter_add(out, torch.randint(0, 1000, (10**7,), device="cuda"), x, deterministic=True)
     rows = torch.zeros(1000, 128, device="cuda")
     tally.index_add(rows, torch.randint(0, 1000, (10**5,), device="cuda"), torch.randn(10**5, 128, device="cuda"))
+    x, info = tally.cg(A, b)                           # A: a torch/CuPy/SciPy CSR matrix; same bits on CPU and GPU
 """
 
 from ._core import gpu_status as _gpu_status
 from ._functions import bincount, dot, histogram, index_add, reduce, scatter_add, scatter_reduce, sum  # noqa: A004
+from ._solvers import CGResult, cg
 
 __version__ = "0.1.0"
 
@@ -48,5 +50,5 @@ def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None):
     return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
 
 
-__all__ = ["bincount", "dot", "gpu_available", "gpu_status", "histogram", "index_add", "reduce", "scatter_add",
-           "scatter_reduce", "sum"]
+__all__ = ["CGResult", "bincount", "cg", "dot", "gpu_available", "gpu_status", "histogram", "index_add", "reduce",
+           "scatter_add", "scatter_reduce", "sum"]
