@@ -259,16 +259,23 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="bench-python.json")
     p.add_argument("--quick", action="store_true", help="fewer sizes and trials")
+    p.add_argument("--only", choices=["overhead", "scatter", "histogram", "zipf", "index_add"], action="append",
+                   help="run only these groups of rows (repeatable; default: all)")
     args = p.parse_args()
+    wanted = set(args.only or ["overhead", "scatter", "histogram", "zipf", "index_add"])
     if not (torch.cuda.is_available() and tally.gpu_available()):
         sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
     r = Runner(trials=3 if args.quick else 7)
-    overhead_rows(r, 2000)
+    if "overhead" in wanted:
+        overhead_rows(r, 2000)
     bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
-    scatter_rows(r, 10**7, bins)
-    histogram_rows(r, 10**7, bins)
-    zipf_rows(r, 10**7, [10**3, 10**6] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
-    if hasattr(tally, "index_add"):
+    if "scatter" in wanted:
+        scatter_rows(r, 10**7, bins)
+    if "histogram" in wanted:
+        histogram_rows(r, 10**7, bins)
+    if "zipf" in wanted:
+        zipf_rows(r, 10**7, [10**3, 10**6] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
+    if "index_add" in wanted:
         index_add_rows(r, 7_770_000, 1_720_000, [128] if args.quick else [1, 16, 128, 1024],
                        [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64],
                        [0.5] if args.quick else [0.5, 0.1, 0.0])
