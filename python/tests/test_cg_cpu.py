@@ -81,6 +81,17 @@ def test_same_bits_for_32_and_64_bit_indices_and_every_run(rng):
         assert again.history.tobytes() == info.history.tobytes()
 
 
+def test_unaligned_vectors_give_the_aligned_bits(rng):
+    A = random_spd(rng, 301)
+    b = rng.standard_normal(301)
+    x0 = rng.standard_normal(301)
+    x, info = tally.cg(A, b, x0=x0)
+    b_buffer, x0_buffer = np.empty(302), np.empty(302)
+    b_buffer[1:], x0_buffer[1:] = b, x0  # views 8 bytes past a 16-byte boundary
+    y, again = tally.cg(A, b_buffer[1:], x0=x0_buffer[1:])
+    assert y.tobytes() == x.tobytes() and again.iterations == info.iterations
+
+
 def test_initial_guess_is_copied_and_used(rng):
     A = random_spd(rng, 200)
     b = rng.standard_normal(200)

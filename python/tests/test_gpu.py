@@ -197,6 +197,10 @@ def test_torch_cg_gives_the_cpu_bits(dtype):
     assert info.status == "converged" and info.iterations == cpu.iterations
     assert bits(x) == bits(x_cpu)
     assert bits(info.history) == bits(cpu.history)
+    shifted = torch.empty(5001, device="cuda", dtype=x.dtype)
+    shifted[1:] = torch.from_numpy(b).cuda()
+    unaligned, again = tally.cg(At, shifted[1:])  # b 4 or 8 bytes past an aligned address
+    assert bits(unaligned) == bits(x_cpu) and again.iterations == cpu.iterations
     columns = At.col_indices().clone()
     columns[11] = 5000
     bad = torch.sparse_csr_tensor(At.crow_indices(), columns, At.values(), size=A.shape)
