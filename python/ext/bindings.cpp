@@ -314,6 +314,47 @@ void run_reduce(call_site& site, const view& xv, nb::handle out, reduce_op o, bo
   });
 }
 
+/// The vectors of a cg call.
+struct cg_vectors {
+  view b;
+  std::optional<view> x0;
+  view x;
+  double* history;  ///< null, or max_iterations + 1 float64
+};
+
+/// b (already read), x0, the output x and the optional history, checked
+/// against n rows and b's dtype; x and history overlap nothing else.
+cg_vectors checked_cg_vectors(call_site& site, const view& b, nb::handle x0, nb::handle x, nb::handle history,
+                              std::int64_t n, std::int64_t max_iterations) {
+  cg_vectors v{b, std::nullopt, {}, nullptr};
+  check_size(site, "b", b, n, "it must match A's rows");
+  if (!x0.is_none()) {
+    v.x0 = input(site, "x0", x0, 1);
+    check_size(site, "x0", *v.x0, n, "it must match A's rows");
+    if (v.x0->type != b.type)
+      throw nb::type_error(
+          (prefix(site, "x0") + "has dtype " + name_of(v.x0->type) + " but 'b' has " + name_of(b.type)).c_str());
+  }
+  v.x = output(site, "x", x, 1);
+  check_size(site, "x", v.x, n, "it must match A's rows");
+  if (v.x.type != b.type) throw nb::type_error((prefix(site, "x") + "must have b's dtype").c_str());
+  check_no_overlap(site, "x", v.x, "b", b);
+  if (v.x0) check_no_overlap(site, "x", v.x, "x0", *v.x0);
+  if (!history.is_none()) {
+    const view h = output(site, "history", history, 1);
+    check_size(site, "history", h, max_iterations + 1, "it holds max_iterations + 1 entries");
+    if (h.type != dtype::f64) throw nb::type_error((prefix(site, "history") + "must be float64").c_str());
+    check_no_overlap(site, "history", h, "x", v.x);
+    v.history = static_cast<double*>(h.data);
+  }
+  return v;
+}
+
+/// cg's report as the tuple the Python layer unpacks.
+nb::tuple report_tuple(const cg_report& r) {
+  return nb::make_tuple(r.iterations, r.status, r.message, r.relative_residual, r.rhs_norm, r.mode, r.note);
+}
+
 }  // namespace
 
 namespace nanobind::detail {
@@ -554,39 +595,16 @@ NB_MODULE(_core, m) {
           throw nb::type_error((prefix(site, "A") + "has values of dtype " + name_of(A.values.type) +
                                 "; tally takes float32 or float64")
                                    .c_str());
-        check_size(site, "b", bv, rows, "it must match A's rows");
         if (bv.type != A.values.type)
           throw nb::type_error((prefix(site, "b") + "has dtype " + name_of(bv.type) + " but A's values have " +
                                 name_of(A.values.type))
                                    .c_str());
-        std::optional<view> x0v;
-        if (!x0.is_none()) {
-          x0v = input(site, "x0", x0, 1);
-          check_size(site, "x0", *x0v, rows, "it must match A's rows");
-          if (x0v->type != bv.type)
-            throw nb::type_error((prefix(site, "x0") + "has dtype " + name_of(x0v->type) + " but 'b' has " +
-                                  name_of(bv.type))
-                                     .c_str());
-        }
-        const view xv = output(site, "x", x, 1);
-        check_size(site, "x", xv, rows, "it must match A's rows");
-        if (xv.type != bv.type) throw nb::type_error((prefix(site, "x") + "must have b's dtype").c_str());
-        for (const auto& [name, other] : {std::pair{"b", bv}, std::pair{"A", A.offsets}, std::pair{"A", A.columns},
-                                          std::pair{"A", A.values}})
-          check_no_overlap(site, "x", xv, name, other);
-        if (x0v) check_no_overlap(site, "x", xv, "x0", *x0v);
-        double* h = nullptr;
-        if (!history.is_none()) {
-          const view hv = output(site, "history", history, 1);
-          check_size(site, "history", hv, max_iterations + 1, "it holds max_iterations + 1 entries");
-          if (hv.type != dtype::f64) throw nb::type_error((prefix(site, "history") + "must be float64").c_str());
-          check_no_overlap(site, "history", hv, "x", xv);
-          h = static_cast<double*>(hv.data);
-        }
+        const cg_vectors v = checked_cg_vectors(site, bv, x0, x, history, rows, max_iterations);
+        for (const view& part : {A.offsets, A.columns, A.values}) check_no_overlap(site, "x", v.x, "A", part);
         const cg_settings settings{rtol, atol, max_iterations, true_residual_interval, jacobi, pipelined};
         cg_report r{};
-        run(site, stream, [&](const place& p) { r = cg(p, A, bv, x0v ? &*x0v : nullptr, xv, h, settings); });
-        return nb::make_tuple(r.iterations, r.status, r.message, r.relative_residual, r.rhs_norm, r.mode, r.note);
+        run(site, stream, [&](const place& p) { r = cg(p, A, v.b, v.x0 ? &*v.x0 : nullptr, v.x, v.history, settings); });
+        return report_tuple(r);
       },
       nb::arg("indptr"), nb::arg("indices"), nb::arg("data"), nb::arg("rows"), nb::arg("cols"), nb::arg("b"),
       nb::arg("x0").none(), nb::arg("x"), nb::arg("history").none(), nb::arg("rtol"), nb::arg("atol"),
@@ -594,6 +612,33 @@ NB_MODULE(_core, m) {
       nb::arg("stream"),
       "Solves A x = b by conjugate gradient into x (see tally.cg); returns (iterations, status, message, "
       "relative_residual, rhs_norm, mode, note).");
+
+  m.def(
+      "cg_stencil",
+      [](std::int64_t g, int points, nb::handle b, nb::handle x0, nb::handle x, nb::handle history, double rtol,
+         double atol, std::int64_t max_iterations, std::int64_t true_residual_interval, bool jacobi, bool pipelined,
+         std::uintptr_t stream) {
+        call_site site("cg");
+        const view bv = input(site, "b", b, 1);
+        if (bv.type != dtype::f32 && bv.type != dtype::f64)
+          throw nb::type_error(
+              (prefix(site, "b") + "has dtype " + name_of(bv.type) + "; tally takes float32 or float64").c_str());
+        if (g < 1 || g > (std::int64_t{1} << 20))
+          throw nb::value_error((prefix(site, "A") + "has grid size " + std::to_string(g) + "; tally takes 1 to 2^20")
+                                    .c_str());
+        if (points != 7 && points != 27)
+          throw nb::value_error((prefix(site, "A") + "has " + std::to_string(points) + " points; 7 or 27").c_str());
+        const stencil A{g, points};
+        const cg_vectors v = checked_cg_vectors(site, bv, x0, x, history, g * g * g, max_iterations);
+        const cg_settings settings{rtol, atol, max_iterations, true_residual_interval, jacobi, pipelined};
+        cg_report r{};
+        run(site, stream, [&](const place& p) { r = cg(p, A, v.b, v.x0 ? &*v.x0 : nullptr, v.x, v.history, settings); });
+        return report_tuple(r);
+      },
+      nb::arg("g"), nb::arg("points"), nb::arg("b"), nb::arg("x0").none(), nb::arg("x"), nb::arg("history").none(),
+      nb::arg("rtol"), nb::arg("atol"), nb::arg("max_iterations"), nb::arg("true_residual_interval"),
+      nb::arg("jacobi"), nb::arg("pipelined"), nb::arg("stream"),
+      "Solves A x = b for the g^3-row Poisson stencil (7 or 27 points, tally.Poisson) into x; returns as cg.");
 
   m.def(
       "stream_wait",

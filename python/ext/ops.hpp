@@ -106,6 +106,13 @@ struct csr_matrix {
   view values;
 };
 
+/// The g×g×g Poisson stencil (tally::solvers::stencil_operator): 7 or 27
+/// points, g >= 1 (validated by cg).
+struct stencil {
+  std::int64_t g;
+  int points;
+};
+
 /// tally::solvers::cg_options as the Python layer sets them.
 struct cg_settings {
   double rtol;
@@ -135,6 +142,11 @@ struct cg_report {
 /// waits for the stream (the checks, then the result). A square, b, x and x0
 /// of A.rows elements of the values' dtype, x overlapping nothing.
 cg_report cg(const place& where, const csr_matrix& A, const view& b, const view* x0, const view& x, double* history,
+             const cg_settings& settings);
+
+/// Solves A·x = b for the stencil operator A (no matrix stored), as the CSR
+/// overload does; g or points out of range throw tally::invalid_argument.
+cg_report cg(const place& where, const stencil& A, const view& b, const view* x0, const view& x, double* history,
              const cg_settings& settings);
 
 /// Microseconds per call of tally::reduce(gpu.on(stream), x, n, out) (f32),

@@ -198,6 +198,48 @@ def test_wrong_arguments_name_themselves(rng):
         tally.cg(A, b, preconditioner="ilu")
 
 
+def poisson_csr(g, points, dtype):
+    """The g^3-row Poisson matrix in CSR, columns sorted (built here, not by tally)."""
+    n = g**3
+    offsets = [(dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)
+               if points == 27 or abs(dx) + abs(dy) + abs(dz) <= 1]
+    indptr, indices, data = [0], [], []
+    for i in range(n):
+        x, y, z = i % g, (i // g) % g, i // (g * g)
+        for dx, dy, dz in offsets:  # increasing column order
+            if 0 <= x + dx < g and 0 <= y + dy < g and 0 <= z + dz < g:
+                indices.append(i + dx + g * (dy + g * dz))
+                data.append((points - 1) if (dx, dy, dz) == (0, 0, 0) else -1)
+        indptr.append(len(indices))
+    return CSR(np.array(indptr, np.int32), np.array(indices, np.int32), np.array(data, dtype), (n, n))
+
+
+@pytest.mark.parametrize("points", [7, 27])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("g", [1, 2, 7])
+def test_poisson_stencil_gives_the_sorted_csr_bits(rng, points, dtype, g):
+    A = poisson_csr(g, points, dtype)
+    b = rng.standard_normal(g**3).astype(dtype)
+    x, info = tally.cg(A, b, history=True)
+    y, again = tally.cg(tally.Poisson(g, points), b, history=True)
+    assert info.converged and again.converged
+    assert y.tobytes() == x.tobytes() and again.iterations == info.iterations
+    assert again.history.tobytes() == info.history.tobytes()
+    assert tally.Poisson(g, points).shape == A.shape
+
+
+def test_poisson_arguments():
+    for bad in (0, -1, 2**20 + 1, 2.0, True):
+        with pytest.raises(ValueError, match=r"tally.Poisson: argument 'g'"):
+            tally.Poisson(bad)
+    with pytest.raises(ValueError, match=r"tally.Poisson: argument 'points' must be 7 or 27"):
+        tally.Poisson(4, points=9)
+    with pytest.raises(ValueError, match=r"tally.cg: argument 'b' has 63 elements"):
+        tally.cg(tally.Poisson(4), np.ones(63))
+    with pytest.raises(TypeError, match=r"tally.cg: argument 'b' has dtype int64"):
+        tally.cg(tally.Poisson(4), np.ones(64, dtype=np.int64))
+
+
 def test_scipy_and_torch_matrices_give_the_same_bits(rng):
     A = random_spd(rng, 250)
     b = rng.standard_normal(250)

@@ -208,6 +208,17 @@ def test_torch_cg_gives_the_cpu_bits(dtype):
         tally.cg(bad, torch.from_numpy(b).cuda())
 
 
+@needs_torch
+@pytest.mark.parametrize("points", [7, 27])
+def test_torch_cg_on_the_poisson_stencil_gives_the_cpu_bits(points):
+    rng = np.random.default_rng()
+    b = rng.standard_normal(45**3).astype(np.float32)
+    x_cpu, cpu = tally.cg(tally.Poisson(45, points), b, history=True)
+    x, info = tally.cg(tally.Poisson(45, points), torch.from_numpy(b).cuda(), history=True)
+    assert info.converged and info.iterations == cpu.iterations and x.is_cuda
+    assert bits(x) == bits(x_cpu) and bits(info.history) == bits(cpu.history)
+
+
 # ---- CuPy ---------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ histograms and scatter-adds exact in fixed point).
 
 from ._core import gpu_status as _gpu_status
 from ._functions import bincount, dot, histogram, index_add, reduce, scatter_add, scatter_reduce, sum  # noqa: A004
-from ._solvers import CGResult, cg
+from ._solvers import CGResult, Poisson, cg
 
 __version__ = "0.1.0"
 
@@ -50,5 +50,5 @@ def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None):
     return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
 
 
-__all__ = ["CGResult", "bincount", "cg", "dot", "gpu_available", "gpu_status", "histogram", "index_add", "reduce",
-           "scatter_add", "scatter_reduce", "sum"]
+__all__ = ["CGResult", "Poisson", "bincount", "cg", "dot", "gpu_available", "gpu_status", "histogram", "index_add",
+           "reduce", "scatter_add", "scatter_reduce", "sum"]

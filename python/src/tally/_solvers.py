@@ -1,5 +1,5 @@
 """tally.cg: the library's conjugate gradient (tally::solvers::cg) on a CSR
-matrix from SciPy, CuPy or PyTorch."""
+matrix from SciPy, CuPy or PyTorch, or on the matrix-free Poisson stencil."""
 
 from __future__ import annotations
 
@@ -59,6 +59,37 @@ class CGResult:
                 f"relative_residual={self.relative_residual:.3e}, mode={self.mode!r})")
 
 
+class Poisson:
+    """The g×g×g Poisson stencil as an operator for tally.cg: A·x computed
+    from the stencil, no matrix stored (vectors are all a solve reads).
+
+    points=27: HPCG's operator, 26 on the diagonal and −1 for each of the up
+    to 26 neighbours inside the grid; points=7: 6 and −1 for the up to 6 face
+    neighbours. Row i is the grid point (x, y, z) with i = x + g·(y + g·z).
+    Each row sums its terms in increasing column order, so a solve gives the
+    same bits as one on the same matrix in CSR with sorted columns. The
+    dtype is b's.
+    """
+
+    __slots__ = ("g", "points")
+
+    def __init__(self, g, points=27):
+        if isinstance(g, bool) or not isinstance(g, numbers.Integral) or not 1 <= g <= 2**20:
+            raise ValueError(f"tally.Poisson: argument 'g' must be an int in [1, 2^20] (got {g!r})")
+        if points not in (7, 27):
+            raise ValueError(f"tally.Poisson: argument 'points' must be 7 or 27 (got {points!r})")
+        self.g = int(g)
+        self.points = int(points)
+
+    @property
+    def shape(self):
+        n = self.g**3
+        return (n, n)
+
+    def __repr__(self):
+        return f"tally.Poisson(g={self.g}, points={self.points})"
+
+
 def _csr_parts(A):
     """(indptr, indices, data, rows, cols) of a CSR matrix, or TypeError naming 'A'."""
     torch = sys.modules.get("torch")
@@ -110,13 +141,14 @@ def cg(A, b, x0=None, *, rtol=1e-6, atol=0.0, maxiter=1000, preconditioner="jaco
 
     Parameters
     ----------
-    A : CSR matrix, square
+    A : CSR matrix, square, or tally.Poisson
         scipy.sparse csr_matrix/csr_array (CPU), cupyx.scipy.sparse
         csr_matrix or a torch sparse CSR tensor (GPU), or any object with
         indptr, indices, data and shape. Values float32 or float64; indptr and
         indices both int32 or both int64. Its structure is checked (offsets
         from 0 to nnz, never decreasing, columns in range): ValueError naming
-        'A' otherwise.
+        'A' otherwise. A tally.Poisson stencil runs matrix-free, where b
+        lives, in b's dtype.
     b : 1-D array of A's value dtype, A.shape[0] elements, on A's device.
     x0 : 1-D array like b, optional
         Initial guess (default zeros); it is copied, never written.
@@ -142,7 +174,8 @@ def cg(A, b, x0=None, *, rtol=1e-6, atol=0.0, maxiter=1000, preconditioner="jaco
     the GPU the call waits for the stream: once after checking A's structure
     and once for the result.
     """
-    indptr, indices, data, rows, cols = _csr_parts(A)
+    stencil = isinstance(A, Poisson)
+    indptr, indices, data, rows, cols = (None, None, None, *A.shape) if stencil else _csr_parts(A)
     if preconditioner not in ("jacobi", None, "none"):
         raise ValueError(f"tally.cg: argument 'preconditioner' is {preconditioner!r}; 'jacobi' or None")
     rtol, atol = _tolerance("rtol", rtol), _tolerance("atol", atol)
@@ -151,7 +184,7 @@ def cg(A, b, x0=None, *, rtol=1e-6, atol=0.0, maxiter=1000, preconditioner="jaco
 
     bi = classify(b, "b", "cg")
     x0i = None if x0 is None else classify(x0, "x0", "cg")
-    parts = [classify(v, "A", "cg") for v in (indptr, indices, data)]
+    parts = [] if stencil else [classify(v, "A", "cg") for v in (indptr, indices, data)]
     handle = resolve_stream(bi, stream, "cg")
     order_after_producer([bi, x0i, *parts], handle)
     explicit = stream is not None
@@ -159,8 +192,11 @@ def cg(A, b, x0=None, *, rtol=1e-6, atol=0.0, maxiter=1000, preconditioner="jaco
 
     x = empty(bi, (rows,), bi.dtype)
     trace = empty(bi, (maxiter + 1,), "float64") if history else None
-    iterations, status, message, residual, bnorm, mode, note = _core.cg(
-        objects[2], objects[3], objects[4], rows, cols, objects[0], objects[1], x, trace, rtol, atol, maxiter,
-        true_residual_interval, preconditioner == "jacobi", bool(pipelined), handle)
+    settings = (rtol, atol, maxiter, true_residual_interval, preconditioner == "jacobi", bool(pipelined), handle)
+    if stencil:
+        report = _core.cg_stencil(A.g, A.points, objects[0], objects[1], x, trace, *settings)
+    else:
+        report = _core.cg(objects[2], objects[3], objects[4], rows, cols, objects[0], objects[1], x, trace, *settings)
+    iterations, status, message, residual, bnorm, mode, note = report
     return x, CGResult(iterations, status, message, residual, bnorm, mode, note,
                        None if trace is None else trace[: iterations + 1])
