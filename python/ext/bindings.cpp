@@ -25,9 +25,6 @@ using namespace tally_py;
 
 namespace {
 
-// float16 for nb::dtype<>: only its DLPack code and width matter here.
-struct tally_py_half_tag {};
-
 using input_array = nb::ndarray<nb::ro>;
 using output_array = nb::ndarray<>;
 
@@ -49,22 +46,8 @@ std::string prefix(const call_site& site, const char* argument) {
   return std::string("tally.") + site.function + ": argument '" + argument + "' ";
 }
 
-dtype to_dtype(const call_site& site, const char* argument, nb::dlpack::dtype t) {
-  using code = nb::dlpack::dtype_code;
-  if (t.lanes == 1) {
-    if (t.code == (uint8_t)code::Float && t.bits == 16) return dtype::f16;
-    if (t.code == (uint8_t)code::Bfloat && t.bits == 16) return dtype::bf16;
-    if (t.code == (uint8_t)code::Float && t.bits == 32) return dtype::f32;
-    if (t.code == (uint8_t)code::Float && t.bits == 64) return dtype::f64;
-    if (t.code == (uint8_t)code::Int && t.bits == 32) return dtype::i32;
-    if (t.code == (uint8_t)code::Int && t.bits == 64) return dtype::i64;
-  }
-  static const char* names[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
-  const std::string kind = t.code <= 6 ? names[t.code] : "code " + std::to_string(t.code);
-  throw nb::type_error((prefix(site, argument) + "has an unsupported dtype (" + kind + std::to_string(t.bits) +
-                        "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
-                           .c_str());
-}
+/// Every dtype the package knows.
+constexpr dtype kDtypes[] = {dtype::f16, dtype::bf16, dtype::f32, dtype::f64, dtype::i32, dtype::i64};
 
 /// The DLPack dtype of a package dtype.
 nb::dlpack::dtype dlpack_of(dtype t) {
@@ -80,11 +63,27 @@ nb::dlpack::dtype dlpack_of(dtype t) {
   return {};
 }
 
-/// Whether the package takes arrays of DLPack dtype t.
-bool supported(nb::dlpack::dtype t) {
-  for (dtype d : {dtype::f16, dtype::bf16, dtype::f32, dtype::f64, dtype::i32, dtype::i64})
-    if (dlpack_of(d) == t) return true;
-  return false;
+/// The package dtype of DLPack dtype t, if the package takes it.
+std::optional<dtype> package_dtype(nb::dlpack::dtype t) {
+  for (dtype d : kDtypes)
+    if (dlpack_of(d) == t) return d;
+  return std::nullopt;
+}
+
+/// The package dtype named `name` ("float32", ...; name_of's names), if any.
+std::optional<dtype> dtype_named(const std::string& name) {
+  for (dtype d : kDtypes)
+    if (name == name_of(d)) return d;
+  return std::nullopt;
+}
+
+dtype to_dtype(const call_site& site, const char* argument, nb::dlpack::dtype t) {
+  if (const std::optional<dtype> d = package_dtype(t)) return *d;
+  static const char* names[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
+  const std::string kind = t.code <= 6 ? names[t.code] : "code " + std::to_string(t.code);
+  throw nb::type_error((prefix(site, argument) + "has an unsupported dtype (" + kind + std::to_string(t.bits) +
+                        "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
+                           .c_str());
 }
 
 /// The array's dtype, after checking that it lives where the call's other
@@ -357,14 +356,6 @@ nb::tuple report_tuple(const cg_report& r) {
 
 }  // namespace
 
-namespace nanobind::detail {
-template <>
-struct dtype_traits<tally_py_half_tag> {
-  static constexpr dlpack::dtype value{(uint8_t)dlpack::dtype_code::Float, 16, 1};
-  static constexpr auto name = const_name("float16");
-};
-}  // namespace nanobind::detail
-
 NB_MODULE(_core, m) {
   m.doc() = "tally's compiled core; use the functions of the tally package instead.";
 
@@ -390,11 +381,8 @@ NB_MODULE(_core, m) {
       "reduce_out_dtype",
       [](const std::string& x_dtype, const std::string& op, bool compensated, const char* function) {
         call_site site(function);
-        static const std::pair<const char*, dtype> names[] = {{"float16", dtype::f16}, {"bfloat16", dtype::bf16},
-                                                              {"float32", dtype::f32}, {"float64", dtype::f64},
-                                                              {"int32", dtype::i32},   {"int64", dtype::i64}};
-        for (const auto& [name, t] : names)
-          if (x_dtype == name) return std::string(name_of(reduce_out_type(t, parse_reduce_op(site, op), compensated, function)));
+        if (const std::optional<dtype> t = dtype_named(x_dtype))
+          return std::string(name_of(reduce_out_type(*t, parse_reduce_op(site, op), compensated, function)));
         throw nb::type_error((prefix(site, "x") + "has an unsupported dtype (" + x_dtype +
                               "); tally takes float16, bfloat16, float32, float64, int32 and int64 arrays")
                                  .c_str());
@@ -425,7 +413,7 @@ NB_MODULE(_core, m) {
         const reduce_op o = parse_reduce_op(site, op);
         if (o == reduce_op::argmin || o == reduce_op::argmax) return nb::none();  // the result is a view of the output
         std::optional<nb::ndarray<>> tensor = torch_tensor_array(x, false, function, "x");
-        if (!tensor || !supported(tensor->dtype())) return nb::none();  // the general path says why
+        if (!tensor || !package_dtype(tensor->dtype())) return nb::none();  // the general path says why
         site.keep_inputs.push_back(input_array(*tensor));
         const view xv = checked_view(site, "x", site.keep_inputs.back(), -1);
         nb::object result = nb::borrow(out);
@@ -651,15 +639,9 @@ NB_MODULE(_core, m) {
       "wrap_cuda_array",
       [](std::uintptr_t pointer, std::vector<std::int64_t> shape, nb::handle strides, const std::string& dtype_name,
          nb::handle owner) {
-        static const std::pair<const char*, nb::dlpack::dtype> names[] = {
-            {"float16", nb::dtype<tally_py_half_tag>()}, {"float32", nb::dtype<float>()},
-            {"float64", nb::dtype<double>()},           {"int32", nb::dtype<std::int32_t>()},
-            {"int64", nb::dtype<std::int64_t>()}};
-        nb::dlpack::dtype type{};
-        bool found = false;
-        for (const auto& [name, t] : names)
-          if (dtype_name == name) type = t, found = true;
-        if (!found) throw nb::type_error(("tally: unsupported __cuda_array_interface__ dtype " + dtype_name).c_str());
+        const std::optional<dtype> named = dtype_named(dtype_name);
+        if (!named) throw nb::type_error(("tally: unsupported __cuda_array_interface__ dtype " + dtype_name).c_str());
+        const nb::dlpack::dtype type = dlpack_of(*named);
         std::vector<std::int64_t> element_strides;
         if (!strides.is_none()) {
           for (nb::handle s : strides) {
