@@ -390,8 +390,8 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
   if constexpr (Sink == gosa_sink::deterministic) {
     if (warp == kFoldWarp) {
       if (pending) fold_pending((n - 1) & 1);
-      // Lane parts: the last warp's partials published before thread 0 counts
-      // the block done (warp trees: thread 0 wrote them, and fences itself).
+      // Lane parts: the fold warp's partials fenced before the barrier in
+      // last_block_to_finish, after which thread 0 counts the block done.
       if constexpr (!kWarpTrees) __threadfence();
     }
     if (!detail::last_block_to_finish(prm)) return;

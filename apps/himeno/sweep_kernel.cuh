@@ -190,11 +190,16 @@ __device__ bool begin_sweep(const sweep_params& prm, int zero_slot) {
 }
 
 /// Deterministic sink: counts this block as finished and tells whether it
-/// was the last one, which then combines every block's units. Thread 0 stored
-/// every unit value of this block: its fence publishes them. Pre: the whole
-/// block calls it.
+/// was the last one, which then combines every block's units. Pre: the whole
+/// block calls it; a thread other than thread 0 that stored unit values of
+/// this block has fenced them (__threadfence); thread 0's own are fenced here.
 __device__ bool last_block_to_finish(const sweep_params& prm) {
   __shared__ int is_last;
+  // The barrier orders every warp's stores before thread 0's count: without
+  // it the rows-1 sweep's fold warp (not warp 0) could store its last unit
+  // after the last block had read the units (gosa short of that unit, seen
+  // under compute-sanitizer racecheck, which reorders the warps).
+  __syncthreads();
   if (threadIdx.x == 0) {
     __threadfence();
     const unsigned done = atomicAdd(&prm.state->blocks_done, 1u);

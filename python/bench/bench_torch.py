@@ -155,18 +155,64 @@ def histogram_rows(r, n, bins_list):
 
 
 def overhead_rows(r, calls):
+    """The bar's Python call overhead: µs per call of a 2^10-element f32 sum,
+    back to back between CUDA events, for the C++ tally::reduce into device
+    memory, tally.sum into `out=` (the same work from Python), tally.sum with a
+    new result (plus torch's allocation of it, timed alone beside it) and
+    torch.sum. The candidates take turns within each trial, after a warm-up of
+    `calls` calls each, so that a clock or host change between trials moves
+    them all; the rows hold each one's median and its ratio to the C++ call."""
     x = torch.rand(1024, device="cuda", dtype=torch.float32)
     out = torch.empty((), device="cuda", dtype=torch.float32)
     ref = float(x.double().sum())
-    check = lambda o: abs(float(o) - ref) <= 1e-5 * ref
-    for checked in (False, True):
-        cpp = statistics.median(tally._time_sum_cpp(x, calls, checked=checked) for _ in range(r.trials))
-        r.rows.append({"name": "C++ tally::reduce f32 2^10 (per call)", "us": round(cpp, 3), "checked_mode": checked,
-                       "checked": True})
-        print(json.dumps(r.rows[-1]), flush=True)
-    r.row("tally.sum f32 2^10 (Python, new output)", lambda: tally.sum(x), check, calls=calls, n=1024)
-    r.row("tally.sum f32 2^10 (Python, out=)", lambda: tally.sum(x, out=out), check, calls=calls, n=1024)
-    r.row("torch.sum f32 2^10", lambda: torch.sum(x), check, calls=calls, n=1024)
+
+    def check(o):
+        return abs(float(o) - ref) <= 1e-5 * ref
+
+    cpp_out = torch.empty((), device="cuda", dtype=torch.float32)
+
+    def cpp(checked):
+        return lambda: tally._time_sum_cpp(x, calls, checked=checked, out=cpp_out)
+
+    def python(fn):
+        return lambda: time_us(fn, calls, 1, warmup=0)
+
+    def allocated(t):
+        return t.shape == () and t.is_cuda and t.dtype == torch.float32
+
+    # name: (timer, what its calls wrote is checked by, poisons cpp_out first)
+    candidates = {
+        "C++ tally::reduce f32 2^10 (per call)": (cpp(False), lambda: check(cpp_out), True),
+        "C++ tally::reduce f32 2^10 (per call, checked mode)": (cpp(True), lambda: check(cpp_out), True),
+        "tally.sum f32 2^10 (Python, out=)": (python(lambda: tally.sum(x, out=out)),
+                                              lambda: check(tally.sum(x, out=out)), False),
+        "tally.sum f32 2^10 (Python, new output)": (python(lambda: tally.sum(x)), lambda: check(tally.sum(x)), False),
+        "torch.empty((), cuda) alone": (python(lambda: torch.empty((), device="cuda")),
+                                        lambda: allocated(torch.empty((), device="cuda")), False),
+        "torch.sum f32 2^10": (python(lambda: torch.sum(x)), lambda: check(torch.sum(x)), False),
+    }
+    ok = {name: True for name in candidates}
+    samples = {name: [] for name in candidates}
+    for trial in range(1 + max(r.trials, 9)):  # trial 0 warms up
+        for name, (timer, verify, poison) in candidates.items():
+            if poison:
+                cpp_out.fill_(-1.0)  # only the timed calls write it
+            elif trial == 0:
+                ok[name] = verify()  # before timing
+            us = timer()
+            ok[name] = ok[name] and verify()  # after: for the C++ rows, what the timed calls wrote
+            if trial > 0:
+                samples[name].append(us)
+    cpp_us = statistics.median(samples["C++ tally::reduce f32 2^10 (per call)"])
+    for name in candidates:
+        us = statistics.median(samples[name])
+        checked = ok[name]
+        row = {"name": name, "n": 1024, "us": round(us, 3), "ratio_to_cpp": round(us / cpp_us, 3),
+               "trials": len(samples[name]), "calls": calls, "checked": checked}
+        if not checked:
+            row["error"] = "result differs from the reference"
+        r.rows.append(row)
+        print(json.dumps(row), flush=True)
 
 
 UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float64: 2.0**-53, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
@@ -267,7 +313,7 @@ def main():
         sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
     r = Runner(trials=3 if args.quick else 7)
     if "overhead" in wanted:
-        overhead_rows(r, 2000)
+        overhead_rows(r, 5000)
     bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
     if "scatter" in wanted:
         scatter_rows(r, 10**7, bins)

@@ -36,17 +36,19 @@ def gpu_status():
     return _gpu_status()
 
 
-def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None):
+def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None, out=None):
     """Microseconds per call of the C++ tally::reduce (float32 sum of x into
-    one float32), `calls` calls back to back between CUDA events on x's
-    current stream (or `stream`) after a warm-up; x a contiguous float32 CUDA
-    tensor. For measuring the Python binding's overhead against the C++ call
-    on the same buffer and stream. `checked` as tally's check_mode."""
+    one float32: `out` where given, else a new one), `calls` calls back to
+    back between CUDA events on x's current stream (or `stream`) after a
+    warm-up; x a contiguous float32 CUDA tensor. For measuring the Python
+    binding's overhead against the C++ call on the same buffer and stream.
+    `checked` as tally's check_mode."""
     from ._arrays import classify, empty, resolve_stream
     from . import _core
 
     a = classify(x, "x", "_time_sum_cpp")
-    out = empty(a, (), "float32")
+    if out is None:
+        out = empty(a, (), "float32")
     return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
 
 
