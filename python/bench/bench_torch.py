@@ -1,16 +1,20 @@
 """tally against PyTorch and CuPy on the same buffers (run on a GPU machine).
 
-Every row: CUDA events around back-to-back calls, warm-up first, median of
-trials; the result is checked against an independent reference (NumPy on the
-host, in float64) before and after timing. PyTorch rows are also run under
-torch.use_deterministic_algorithms(True), recording PyTorch's error where it
-refuses. Then the row scatter of the issue (index_add_, 7.77 M rows of 128
-into 1.72 M, 50 % / 10 % / none to one hot row, widths 1-1024, f32/bf16/f64)
-and Zipf-keyed counts beside uniform ones. Also measures the Python call overhead of the bar: a 2^10-element
-tally.sum on a torch CUDA tensor against the C++ tally::reduce call on the
-same buffer and stream (tally._time_sum_cpp).
+Every row: CUDA events around back-to-back calls of the operation alone,
+warm-up first, median of trials (calls of over 0.1 s: one a trial, at most 3
+trials); the result is checked against an independent reference (NumPy on the
+host, or float64 on the device) before and after timing, an output that the
+operation adds into zeroed before each checked call and never inside the timed
+ones. PyTorch rows are also run under torch.use_deterministic_algorithms(True),
+recording PyTorch's error where it refuses. Groups: the Python call overhead of
+the bar (a 2^10-element tally.sum on a torch CUDA tensor against the C++
+tally::reduce on the same buffer and stream), scatter-add and bincount,
+histograms, Zipf-keyed counts beside uniform ones, and the row scatter of the
+issue (index_add_, 7.77 M rows of 128 into 1.72 M, 50 % / 10 % / none to one
+hot row, widths 1-1024 with the bytes of src kept, f32/bf16/f64).
 
-    python python/bench/bench_torch.py --out bench-python.json [--quick]
+    python python/bench/bench_torch.py --out bench-python.json [--quick] [--budget SECONDS]
+        [--only GROUP ...] [--widths 1 16 128 1024] [--dtypes float32 ...] [--hots 0.5 ...]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import math
 import statistics
 import sys
+import time
 
 import numpy as np
 import torch
@@ -49,21 +54,56 @@ def time_us(fn, calls, trials, warmup=3):
     return statistics.median(samples)
 
 
+# A call slower than this is timed once a trial and not warmed up again (the
+# checked call was its warm-up); slower than SINGLE_TRIAL_US, in one trial.
+SLOW_CALL_US = 1e5
+SINGLE_TRIAL_US = 2e6
+
+
 class Runner:
-    def __init__(self, trials):
+    def __init__(self, trials, budget_s=None):
         self.trials = trials
         self.rows = []
+        self.deadline = None if budget_s is None else time.monotonic() + budget_s
 
-    def row(self, name, fn, check, calls=5, deterministic_torch=False, **info):
-        """Times fn (after checking its result), checks again, records the row."""
+    def row(self, name, fn, check, calls=5, deterministic_torch=False, reset=None, **info):
+        """Checks fn's result, times fn, checks again, records the row.
+
+        The timed calls are fn alone, back to back. `reset` (e.g. zeroing the
+        output that fn adds into) runs before each checked call only, so the
+        checks see one call's result and the timing sees nothing else. Calls of
+        over SLOW_CALL_US are timed one a trial, in at most 3 trials (1 over
+        SINGLE_TRIAL_US). Once the run's time budget is spent, rows are
+        recorded as not run."""
         entry = {"name": name, **info}
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            entry.update(us=None, checked=False, not_run="the run's time budget (--budget) was spent")
+            self.rows.append(entry)
+            print(json.dumps(entry), flush=True)
+            return
+
+        def checked_call():
+            """Checks one call; returns (passed, µs the call took, launch to finish)."""
+            if reset is not None:
+                reset()
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            result = fn()
+            torch.cuda.synchronize()
+            return check(result), 1e6 * (time.perf_counter() - started)
+
         try:
             if deterministic_torch:
                 torch.use_deterministic_algorithms(True)
-            ok_before = check(fn())
-            us = time_us(fn, calls, self.trials)
-            ok_after = check(fn())
-            entry.update(us=round(us, 2), checked=bool(ok_before and ok_after))
+            ok_before, first_us = checked_call()
+            trials, warmup = self.trials, 3
+            if first_us > SLOW_CALL_US:
+                calls, trials, warmup = 1, min(trials, 3), 0
+                if first_us > SINGLE_TRIAL_US:
+                    trials = 1
+            us = time_us(fn, calls, trials, warmup)
+            ok_after, _ = checked_call()
+            entry.update(us=round(us, 2), calls=calls, trials=trials, checked=bool(ok_before and ok_after))
             if not (ok_before and ok_after):
                 entry["error"] = "result differs from the reference"
         except Exception as e:  # a peer refusing (deterministic mode) is a result to record
@@ -96,21 +136,17 @@ def scatter_rows(r, n, bins_list):
         out = torch.zeros(bins, device="cuda", dtype=torch.float64)
         tol = dict(rtol=1e-9, atol=1e-9 * max(1.0, math.sqrt(n / bins)))
 
-        def fresh(f):
-            def g2():
-                out.zero_()
-                return f()
-            return g2
-
-        r.row("tally.scatter_add f64", fresh(lambda: tally.scatter_add(out, index, values, check_indices=False)),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
+        # The scatters add into out: zeroed before each checked call, not
+        # within the timed ones (which then add into what the last left).
+        r.row("tally.scatter_add f64", lambda: tally.scatter_add(out, index, values, check_indices=False),
+              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
         r.row("tally.scatter_add f64 deterministic",
-              fresh(lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False)),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
-        r.row("torch.scatter_add_ f64", fresh(lambda: out.scatter_add_(0, index, values)),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
-        r.row("torch.scatter_add_ f64 deterministic", fresh(lambda: out.scatter_add_(0, index, values)),
-              lambda o: close(o, ref, **tol), bins=bins, n=n, deterministic_torch=True, calls=1)
+              lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False),
+              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
+        r.row("torch.scatter_add_ f64", lambda: out.scatter_add_(0, index, values),
+              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
+        r.row("torch.scatter_add_ f64 deterministic", lambda: out.scatter_add_(0, index, values),
+              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n, deterministic_torch=True, calls=1)
         r.row("tally.bincount weighted f64", lambda: tally.bincount(index, weights=values, minlength=bins),
               lambda o: close(o, ref, **tol), bins=bins, n=n)
         r.row("tally.bincount weighted f64 deterministic",
@@ -256,19 +292,16 @@ def index_add_rows(r, src_rows, rows_out, widths, dtypes, hots):
                 def within(o):
                     return bool(((o.double() - ref).abs() <= bound).all())
 
-                def fresh(f):
-                    def run():
-                        out.zero_()
-                        return f()
-                    return run
-
                 name = str(dtype).replace("torch.", "")
-                info = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name)
-                r.row(f"tally.index_add {name}", fresh(lambda: tally.index_add(out, index, src, check_indices=False)), within, **info)
+                # Zeroed before each checked call only (see Runner.row): the
+                # timed calls are the row scatter alone, adding into out.
+                info = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name, reset=out.zero_)
+                r.row(f"tally.index_add {name}", lambda: tally.index_add(out, index, src, check_indices=False), within,
+                      **info)
                 r.row(f"tally.index_add {name} deterministic",
-                      fresh(lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False)), within, **info)
-                r.row(f"torch.index_add_ {name}", fresh(lambda: out.index_add_(0, index, src)), within, **info)
-                r.row(f"torch.index_add_ {name} deterministic", fresh(lambda: out.index_add_(0, index, src)), within,
+                      lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False), within, **info)
+                r.row(f"torch.index_add_ {name}", lambda: out.index_add_(0, index, src), within, **info)
+                r.row(f"torch.index_add_ {name} deterministic", lambda: out.index_add_(0, index, src), within,
                       deterministic_torch=True, calls=1, **info)
                 del src, ref, mass, bound, out
                 torch.cuda.empty_cache()
@@ -307,11 +340,18 @@ def main():
     p.add_argument("--quick", action="store_true", help="fewer sizes and trials")
     p.add_argument("--only", choices=["overhead", "scatter", "histogram", "zipf", "index_add"], action="append",
                    help="run only these groups of rows (repeatable; default: all)")
+    p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
+                   help="start no row after this many seconds; the rest are recorded as not run")
+    p.add_argument("--widths", type=int, nargs="+", default=None, help="index_add row widths (default 1 16 128 1024)")
+    p.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16", "float64"], default=None,
+                   help="index_add dtypes (default all three)")
+    p.add_argument("--hots", type=float, nargs="+", default=None,
+                   help="index_add fractions of rows to row 0 (default 0.5 0.1 0)")
     args = p.parse_args()
     wanted = set(args.only or ["overhead", "scatter", "histogram", "zipf", "index_add"])
     if not (torch.cuda.is_available() and tally.gpu_available()):
         sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
-    r = Runner(trials=3 if args.quick else 7)
+    r = Runner(trials=3 if args.quick else 7, budget_s=args.budget)
     if "overhead" in wanted:
         overhead_rows(r, 5000)
     bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
@@ -322,9 +362,11 @@ def main():
     if "zipf" in wanted:
         zipf_rows(r, 10**7, [10**3, 10**6] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
     if "index_add" in wanted:
-        index_add_rows(r, 7_770_000, 1_720_000, [128] if args.quick else [1, 16, 128, 1024],
-                       [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64],
-                       [0.5] if args.quick else [0.5, 0.1, 0.0])
+        widths = args.widths or ([128] if args.quick else [1, 16, 128, 1024])
+        dtypes = [getattr(torch, d) for d in args.dtypes] if args.dtypes else (
+            [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64])
+        hots = args.hots or ([0.5] if args.quick else [0.5, 0.1, 0.0])
+        index_add_rows(r, 7_770_000, 1_720_000, widths, dtypes, hots)
     meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
             "cupy": None if cupy is None else cupy.__version__, "tally": tally.__version__}
     with open(args.out, "w") as f:
@@ -334,9 +376,10 @@ def main():
     # have passed its checks.
     refused = [row for row in r.rows if row["name"].startswith("torch.") and "deterministic" in row["name"]
                and row.get("us") is None]
-    bad = [row for row in r.rows if not row.get("checked") and row not in refused]
-    print(f"{len(r.rows)} rows, {len(refused)} refused by PyTorch's deterministic mode, {len(bad)} failed",
-          file=sys.stderr)
+    not_run = [row for row in r.rows if "not_run" in row]
+    bad = [row for row in r.rows if not row.get("checked") and row not in refused and row not in not_run]
+    print(f"{len(r.rows)} rows, {len(refused)} refused by PyTorch's deterministic mode, {len(not_run)} not run "
+          f"(time budget), {len(bad)} failed", file=sys.stderr)
     sys.exit(1 if bad else 0)
 
 
