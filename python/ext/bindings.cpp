@@ -5,12 +5,14 @@
 // arrays) or the GPU backend (CUDA arrays, on the stream given). Outputs are
 // preallocated by the Python layer (src/tally/*.py), in the caller's library.
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -31,7 +33,14 @@ using output_array = nb::ndarray<>;
 /// Where the arrays of one call live; the first array sets it, the others must agree.
 struct call_site {
   explicit call_site(const char* f) : function(f) {}
+  /// The core's name for an argument and the Python caller's (see run).
+  struct rename {
+    const char* core;
+    const char* python;
+  };
+  call_site(const char* f, std::initializer_list<rename> r) : function(f), renamed(r) {}
   const char* function;
+  std::vector<rename> renamed;
   bool known = false;
   bool gpu = false;
   int device = 0;
@@ -258,17 +267,46 @@ std::optional<view> weights_of(call_site& site, nb::handle weights, const view& 
   return wv;
 }
 
-/// Runs `f(place)` on the call's backend: the GPU's device made current, the GIL released.
+/// The core's error about an argument, as the Python caller knows the call:
+/// "tally::<C++ function>: argument '<core name>' <problem>" becomes
+/// "tally.<function>: argument '<Python name>' <problem>" (site.renamed maps
+/// the names that differ, e.g. the core's 'value' to a histogram's 'weights').
+/// Other messages pass unchanged.
+[[noreturn]] void throw_for_python(const call_site& site, const tally::invalid_argument& e) {
+  const std::string what = e.what();
+  static constexpr char kMarker[] = ": argument '";
+  const std::size_t at = what.find(kMarker);
+  const std::size_t name = at + sizeof(kMarker) - 1;
+  const std::size_t name_end = at == std::string::npos ? at : what.find("' ", name);
+  if (what.rfind("tally::", 0) != 0 || name_end == std::string::npos) throw nb::value_error(what.c_str());
+  std::string argument = what.substr(name, name_end - name);
+  for (const call_site::rename& r : site.renamed)
+    if (argument == r.core) argument = r.python;
+  throw nb::value_error((prefix(site, argument.c_str()) + what.substr(name_end + 2)).c_str());
+}
+
+/// Runs `f(place)` on the call's backend: the GPU's device made current, the
+/// GIL released. The core's invalid_argument errors come out named for Python.
 template <class F>
 void run(const call_site& site, std::uintptr_t stream, F&& f) {
   const place where{site.gpu, reinterpret_cast<CUstream_st*>(stream)};
-  nb::gil_scoped_release release;
-  if (site.gpu) {
-    device_guard guard(site.device);
-    f(where);
-  } else {
-    f(where);
+  try {
+    nb::gil_scoped_release release;
+    if (site.gpu) {
+      device_guard guard(site.device);
+      f(where);
+    } else {
+      f(where);
+    }
+  } catch (const tally::invalid_argument& e) {
+    throw_for_python(site, e);
   }
+}
+
+/// The fixed-point mode of a call: off, or on with the scale the Python layer
+/// gave (checked there: -1022 ... 1023) or, for None, derived from the values.
+fixed_point fixed_point_of(bool deterministic, const std::optional<int>& bits) {
+  return deterministic ? fixed_point{true, bits.value_or(fixed_point::kDerived)} : fixed_point{};
 }
 
 reduce_op parse_reduce_op(const call_site& site, const std::string& name) {
@@ -448,8 +486,8 @@ NB_MODULE(_core, m) {
   m.def(
       "histogram_even",
       [](nb::handle x, nb::handle weights, nb::handle counts, double lo, double hi, bool deterministic,
-         std::uintptr_t stream) {
-        call_site site("histogram");
+         std::optional<int> fixed_point_bits, std::uintptr_t stream) {
+        call_site site("histogram", {{"value", "weights"}, {"samples", "x"}});
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
         const view cv = output(site, "counts", counts, 1);
@@ -457,17 +495,19 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         // Deterministic sums report bad values (NaN/inf weights) in checked mode.
         run(site, stream, [&](const place& p) {
-          histogram_even(p, xv, wv ? &*wv : nullptr, cv, lo, hi, deterministic, deterministic || !p.gpu);
+          histogram_even(p, xv, wv ? &*wv : nullptr, cv, lo, hi, fixed_point_of(deterministic, fixed_point_bits),
+                         deterministic || !p.gpu);
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("lo"), nb::arg("hi"),
-      nb::arg("deterministic"), nb::arg("stream"), "Equal-width histogram (see tally.histogram).");
+      nb::arg("deterministic"), nb::arg("fixed_point_bits").none(), nb::arg("stream"),
+      "Equal-width histogram (see tally.histogram).");
 
   m.def(
       "histogram_edges",
       [](nb::handle x, nb::handle weights, nb::handle edges, nb::handle counts, bool deterministic,
-         std::uintptr_t stream) {
-        call_site site("histogram");
+         std::optional<int> fixed_point_bits, std::uintptr_t stream) {
+        call_site site("histogram", {{"value", "weights"}, {"samples", "x"}});
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
         const view ev = input(site, "bins", edges, 1);
@@ -479,33 +519,35 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           histogram_edges(p, xv, wv ? &*wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
-                          deterministic, deterministic || !p.gpu);
+                          fixed_point_of(deterministic, fixed_point_bits), deterministic || !p.gpu);
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("bins"), nb::arg("counts"), nb::arg("deterministic"),
-      nb::arg("stream"), "Histogram over explicit edges (see tally.histogram).");
+      nb::arg("fixed_point_bits").none(), nb::arg("stream"), "Histogram over explicit edges (see tally.histogram).");
 
   m.def(
       "bincount",
-      [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::uintptr_t stream) {
-        call_site site("bincount");
+      [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::optional<int> fixed_point_bits,
+         std::uintptr_t stream) {
+        call_site site("bincount", {{"value", "weights"}, {"samples", "x"}});
         const view xv = input(site, "x", x, 1);
         const std::optional<view> wv = weights_of(site, weights, xv, 1);
         const view cv = output(site, "counts", counts, 1);
         check_no_overlap(site, "counts", cv, "x", xv);
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
-          bincount(p, xv, wv ? &*wv : nullptr, cv, deterministic, deterministic || !p.gpu);
+          bincount(p, xv, wv ? &*wv : nullptr, cv, fixed_point_of(deterministic, fixed_point_bits),
+                   deterministic || !p.gpu);
         });
       },
-      nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"), nb::arg("stream"),
-      "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
+      nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"),
+      nb::arg("fixed_point_bits").none(), nb::arg("stream"), "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
 
   m.def(
       "scatter",
       [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
-         bool check_indices, std::uintptr_t stream, const char* function) {
-        call_site site(function);
+         std::optional<int> fixed_point_bits, bool check_indices, std::uintptr_t stream, const char* function) {
+        call_site site(function, {{"value", "src"}});
         const view ov = output(site, "out", out, 1);
         const view iv = input(site, "index", index, 1);
         const view sv = input(site, "src", src, 1);
@@ -514,17 +556,17 @@ NB_MODULE(_core, m) {
         check_no_overlap(site, "out", ov, "src", sv);
         const scatter_op o = parse_scatter_op(site, op);
         run(site, stream, [&](const place& p) {
-          scatter(p, ov, iv, sv, o, deterministic, check_indices || deterministic);
+          scatter(p, ov, iv, sv, o, fixed_point_of(deterministic, fixed_point_bits), check_indices || deterministic);
         });
       },
       nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
-      nb::arg("check_indices"), nb::arg("stream"), nb::arg("function"),
+      nb::arg("fixed_point_bits").none(), nb::arg("check_indices"), nb::arg("stream"), nb::arg("function"),
       "out[index[i]] = op(out[index[i]], src[i]) (see tally.scatter_reduce).");
 
   m.def(
       "index_add",
       [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
-         bool check_indices, std::uintptr_t stream) {
+         std::optional<int> fixed_point_bits, bool check_indices, std::uintptr_t stream) {
         call_site site("index_add");
         const matrix om = output_matrix(site, "out", out);
         const view iv = input(site, "index", index, 1);
@@ -545,11 +587,11 @@ NB_MODULE(_core, m) {
         else if (op != "sum")
           throw nb::value_error((prefix(site, "reduce") + "is '" + op + "'; one of 'sum', 'amin', 'amax'").c_str());
         run(site, stream, [&](const place& p) {
-          index_add(p, om, iv, sm, o, deterministic, check_indices || deterministic);
+          index_add(p, om, iv, sm, o, fixed_point_of(deterministic, fixed_point_bits), check_indices || deterministic);
         });
       },
       nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
-      nb::arg("check_indices"), nb::arg("stream"),
+      nb::arg("fixed_point_bits").none(), nb::arg("check_indices"), nb::arg("stream"),
       "out[index[i], :] = op(out[index[i], :], src[i, :]) (see tally.index_add).");
 
   m.def(

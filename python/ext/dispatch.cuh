@@ -64,10 +64,12 @@ void visit_integer(dtype t, const char* function, const char* argument, F&& f) {
 
 /// Options for a call: tally's argument checks on or off (the bindings have
 /// already checked devices and overlaps when off).
-inline tally::histogram_options options_for(bool checked, bool deterministic = false) {
+inline tally::histogram_options options_for(bool checked, fixed_point deterministic = {}) {
+  static_assert(fixed_point::kDerived == tally::kDeriveFixedPointScale);
   tally::histogram_options o;
   o.checks = checked ? tally::check_mode::checked : tally::check_mode::unchecked;
-  o.deterministic = deterministic;
+  o.deterministic = deterministic.on;
+  o.fixed_point_bits = deterministic.bits;
   return o;
 }
 

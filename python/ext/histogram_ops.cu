@@ -10,8 +10,8 @@ namespace {
 /// counts = histogram of x under `bin_of`: int64 counts without weights,
 /// else sums of the weights in their dtype (float32 or float64).
 template <class T, class BinOf>
-void histogram_of(const place& where, const T* x, std::int64_t n, const view* weights, const view& counts,
-                  BinOf bin_of, bool deterministic, bool checked, const char* function) {
+void histogram_of(const place& where, const T* x, std::int64_t n, const view* weights, const view& counts, BinOf bin_of,
+                  fixed_point deterministic, bool checked, const char* function) {
   const auto o = options_for(checked, deterministic);
   if (weights == nullptr) {
     if (counts.type != dtype::i64) throw_unsupported(function, "counts", counts.type, "int64");
@@ -44,31 +44,29 @@ void histogram_of(const place& where, const T* x, std::int64_t n, const view* we
 
 }  // namespace
 
-void histogram_even(const place& where, const view& x, const view* weights, const view& counts, double lo,
-                    double hi, bool deterministic, bool checked) {
+void histogram_even(const place& where, const view& x, const view* weights, const view& counts, double lo, double hi,
+                    fixed_point deterministic, bool checked) {
   if (!(lo < hi)) tally::detail::throw_invalid_argument("histogram", "range", "must satisfy lo < hi");
   const double width = hi - lo;
   const numpy_even_bins bins{lo, hi, width, width / static_cast<double>(counts.n), counts.n};
   visit_float(x.type, "histogram", "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    histogram_of(where, static_cast<const T*>(x.data), x.n, weights, counts, bins, deterministic, checked,
-                 "histogram");
+    histogram_of(where, static_cast<const T*>(x.data), x.n, weights, counts, bins, deterministic, checked, "histogram");
   });
 }
 
 void histogram_edges(const place& where, const view& x, const view* weights, const double* edges,
-                     std::int64_t num_edges, const view& counts, bool deterministic, bool checked) {
+                     std::int64_t num_edges, const view& counts, fixed_point deterministic, bool checked) {
   if (num_edges < 2 || counts.n != num_edges - 1)
     tally::detail::throw_invalid_argument("histogram", "bins", "needs at least 2 edges");
   const numpy_edge_bins bins{edges, num_edges};
   visit_float(x.type, "histogram", "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    histogram_of(where, static_cast<const T*>(x.data), x.n, weights, counts, bins, deterministic, checked,
-                 "histogram");
+    histogram_of(where, static_cast<const T*>(x.data), x.n, weights, counts, bins, deterministic, checked, "histogram");
   });
 }
 
-void bincount(const place& where, const view& index, const view* weights, const view& counts, bool deterministic,
+void bincount(const place& where, const view& index, const view* weights, const view& counts, fixed_point deterministic,
               bool checked) {
   visit_integer(index.type, "bincount", "x", [&](auto tag) {
     using I = typename decltype(tag)::type;

@@ -25,7 +25,7 @@ void visit_floating(dtype t, const char* argument, F&& f) {
 }  // namespace
 
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
-               bool deterministic, bool checked) {
+               fixed_point deterministic, bool checked) {
   if (src.type != out.type)
     throw unsupported_dtype(std::string("tally.index_add: argument 'src' has dtype ") + name_of(src.type) +
                             " but 'out' has " + name_of(out.type));
@@ -39,7 +39,10 @@ void index_add(const place& where, const matrix& out, const view& index, const m
       using V = typename decltype(value_tag)::type;
       tally::index_add_options o;
       o.checks = checked ? tally::check_mode::checked : tally::check_mode::unchecked;
-      o.deterministic = deterministic && op == scatter_op::sum;
+      if (op == scatter_op::sum) {
+        o.deterministic = deterministic.on;
+        o.fixed_point_bits = deterministic.bits;
+      }
       o.src_stride = src.rows > 1 ? src.stride : 0;
       o.out_stride = out.rows > 1 ? out.stride : 0;
       const auto* i = static_cast<const I*>(index.data);

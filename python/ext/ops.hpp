@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -34,6 +35,15 @@ struct matrix {
   std::int64_t cols;
   std::int64_t stride;
   dtype type;
+};
+
+/// Deterministic sums: off, or in fixed point with the scale 2^bits, given
+/// or (bits == kDerived) derived from the values: tally's
+/// histogram_options::deterministic and fixed_point_bits.
+struct fixed_point {
+  static constexpr int kDerived = std::numeric_limits<int>::min();
+  bool on = false;
+  int bits = kDerived;
 };
 
 /// Where a call runs: the CPU backend, or the GPU backend on `stream` (the
@@ -68,23 +78,23 @@ void dot(const place& where, const view& x, const view& y, void* out, bool compe
 /// (the last bin closed), edges = numpy.linspace(lo, hi, bins + 1) in float64.
 /// weights null: counts are int64 ones; else counts has the weights' dtype.
 void histogram_even(const place& where, const view& x, const view* weights, const view& counts, double lo,
-                    double hi, bool deterministic, bool checked);
+                    double hi, fixed_point deterministic, bool checked);
 
 /// Bins between explicit float64 edges (in the backend's memory), NumPy's
 /// rules: [e_k, e_k+1), the last bin closed, samples outside ignored.
 void histogram_edges(const place& where, const view& x, const view* weights, const double* edges,
-                     std::int64_t num_edges, const view& counts, bool deterministic, bool checked);
+                     std::int64_t num_edges, const view& counts, fixed_point deterministic, bool checked);
 
 /// counts[index[i]] += (weights ? weights[i] : 1); indices outside
 /// [0, counts.n) are ignored (the Python layer has checked them).
-void bincount(const place& where, const view& index, const view* weights, const view& counts, bool deterministic,
-              bool checked);
+void bincount(const place& where, const view& index, const view* weights, const view& counts,
+              fixed_point deterministic, bool checked);
 
 /// out[index[i]] = op(out[index[i]], src[i]) (tally::scatter_reduce).
 /// `checked`: indices outside [0, out.n) raise tally::invalid_argument (on
 /// the GPU this waits for the stream); unchecked skips them silently.
 void scatter(const place& where, const view& out, const view& index, const view& src, scatter_op op,
-             bool deterministic, bool checked);
+             fixed_point deterministic, bool checked);
 
 /// out[index[i], :] = op(out[index[i], :], src[i, :]) (tally::index_add) for
 /// out and src of one dtype (float16, bfloat16, float32, float64); op sum
@@ -93,7 +103,7 @@ void scatter(const place& where, const view& out, const view& index, const view&
 /// range were applied (on the GPU this waits for the stream); unchecked
 /// skips them silently. `deterministic` (sum): fixed-point sums.
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
-               bool deterministic, bool checked);
+               fixed_point deterministic, bool checked);
 
 /// A square or rectangular CSR matrix: row `offsets` (rows + 1 entries) and
 /// `columns` of one integer dtype, `values` (columns.n entries) float32 or

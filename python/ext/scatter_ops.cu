@@ -4,7 +4,7 @@
 namespace tally_py {
 
 void scatter(const place& where, const view& out, const view& index, const view& src, scatter_op op,
-             bool deterministic, bool checked) {
+             fixed_point deterministic, bool checked) {
   if (src.type != out.type)
     throw unsupported_dtype(std::string("tally.scatter_reduce: argument 'src' has dtype ") + name_of(src.type) +
                             " but 'out' has " + name_of(out.type));
@@ -17,7 +17,7 @@ void scatter(const place& where, const view& out, const view& index, const view&
     visit_numeric(out.type, "scatter_reduce", "out", [&](auto value_tag) {
       using V = typename decltype(value_tag)::type;
       // Deterministic sums apply to float values; integer sums are exact anyway.
-      const auto o = options_for(checked, deterministic && std::is_floating_point_v<V>);
+      const auto o = options_for(checked, std::is_floating_point_v<V> ? deterministic : fixed_point{});
       const auto* i = static_cast<const I*>(index.data);
       const auto* s = static_cast<const V*>(src.data);
       auto* d = static_cast<V*>(out.data);

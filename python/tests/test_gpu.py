@@ -97,6 +97,32 @@ def test_torch_bincount_and_scatter_add(bins):
 
 
 @needs_torch
+@pytest.mark.parametrize("fixed_point_bits", [None, 30, 2])
+def test_torch_given_fixed_point_scale_gives_the_cpu_bits(fixed_point_bits):
+    """The deterministic mode with a given scale (and the derived one, None)
+    on the GPU: the CPU backend's bits, for scatter_add, bincount, histogram
+    and index_add; at s = 2 the values are rounded to quarters first."""
+    rng = np.random.default_rng()
+    n, bins = 200_000, 1000
+    keys = rng.integers(0, bins, n)
+    values = rng.uniform(-4, 4, n)
+    samples = (keys + 0.5) / bins
+    tk, tv, ts = (torch.from_numpy(a).cuda() for a in (keys, values, samples))
+    fp = dict(deterministic=True, fixed_point_bits=fixed_point_bits)
+    pairs = [
+        (tally.scatter_add(torch.zeros(bins, device="cuda", dtype=torch.float64), tk, tv, **fp),
+         tally.scatter_add(np.zeros(bins), keys, values, **fp)),
+        (tally.bincount(tk, weights=tv, minlength=bins, **fp), tally.bincount(keys, weights=values, minlength=bins, **fp)),
+        (tally.histogram(ts, bins=bins, range=(0.0, 1.0), weights=tv, **fp)[0],
+         tally.histogram(samples, bins=bins, range=(0.0, 1.0), weights=values, **fp)[0]),
+        (tally.index_add(torch.zeros((bins, 3), device="cuda", dtype=torch.float64), tk, tv[:, None].repeat(1, 3), **fp),
+         tally.index_add(np.zeros((bins, 3)), keys, np.repeat(values[:, None], 3, axis=1), **fp)),
+    ]
+    for gpu, cpu in pairs:
+        assert bits(gpu) == bits(cpu)
+
+
+@needs_torch
 def test_torch_errors_name_the_argument():
     x = torch.ones(10, device="cuda")
     with pytest.raises(ValueError, match=r"argument 'y' is on cpu but 'x' is on cuda:0"):

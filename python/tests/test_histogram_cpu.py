@@ -111,7 +111,7 @@ def test_weighted_deterministic_rejects_nan_weight(rng):
     x[7] = 0.25  # inside the range: a NaN weight on an ignored sample is never inspected
     w = np.ones(100)
     w[7] = np.nan
-    with pytest.raises(ValueError, match="'value'"):
+    with pytest.raises(ValueError, match="tally.histogram: argument 'weights' holds NaN"):
         tally.histogram(x, bins=5, range=(-1, 1), weights=w, deterministic=True)
 
 

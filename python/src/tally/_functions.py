@@ -153,8 +153,23 @@ def _finite_range(function, a, obj, handle):
     return float(read_back(a, lo, handle)), float(read_back(a, hi, handle))
 
 
-def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, return_edges=True,  # noqa: A002
-              stream=None):
+def _fixed_point_bits(function, deterministic, bits):
+    """The checked `fixed_point_bits` argument (None: derived from the values)."""
+    if bits is None:
+        return None
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)):
+        raise TypeError(f"tally.{function}: argument 'fixed_point_bits' must be an int or None "
+                        f"(got {type(bits).__name__})")
+    if not deterministic:
+        raise ValueError(f"tally.{function}: argument 'fixed_point_bits' applies only with deterministic=True")
+    bits = operator.index(bits)
+    if not -1022 <= bits <= 1023:
+        raise ValueError(f"tally.{function}: argument 'fixed_point_bits' must lie in [-1022, 1023] (got {bits})")
+    return bits
+
+
+def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixed_point_bits=None,  # noqa: A002
+              return_edges=True, stream=None):
     """Histogram of x with NumPy's rules (numpy.histogram without `density`).
 
     Parameters
@@ -180,6 +195,14 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, retu
         bitwise identical run to run and across backends; NaN/inf weights are
         then a ValueError (on the GPU this waits for the stream). Unweighted
         counts are integers and always exact.
+    fixed_point_bits : int, optional
+        With deterministic=True: the fixed-point scale s, each value v kept
+        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
+        -1022 <= s <= 1023). Default (None): s is derived from the largest
+        |value|, which costs one more read of the values; a caller who knows
+        the values' range saves that read by giving s such that every
+        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
+        outside that contract is a ValueError naming the values' argument.
     return_edges : bool
         Return (counts, edges) as NumPy does (default), or counts alone (no
         edges array is made: cheaper for small problems).
@@ -195,6 +218,7 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, retu
     numpy.histogram(x.astype(float64), ...) (NumPy itself rounds the edges to
     float32 there).
     """
+    bits = _fixed_point_bits("histogram", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("histogram", stream, x=x, weights=weights)
     a = infos["x"]
     if infos["weights"] is not None:
@@ -232,7 +256,7 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, retu
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         counts = empty(a, (nbins,), count_dtype)
-        _core.histogram_even(objects["x"], objects["weights"], counts, lo, hi, deterministic, handle)
+        _core.histogram_even(objects["x"], objects["weights"], counts, lo, hi, deterministic, bits, handle)
         if not return_edges:
             return counts
         return counts, from_host(a, np.linspace(lo, hi, nbins + 1))
@@ -247,11 +271,11 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, retu
     device_edges = from_host(a, edges)
     counts = empty(a, (edges.size - 1,), count_dtype)
     edges_obj = export(classify(device_edges, "bins", "histogram"), handle, stream is not None)
-    _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, handle)
+    _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, bits, handle)
     return (counts, device_edges) if return_edges else counts
 
 
-def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
+def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_bits=None, stream=None):
     """Counts of each value in x, as numpy.bincount / torch.bincount.
 
     Parameters
@@ -263,6 +287,14 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
     deterministic : bool
         With weights: fixed-point sums, bitwise identical run to run and
         across backends (NaN/inf weights are then a ValueError).
+    fixed_point_bits : int, optional
+        With deterministic=True: the fixed-point scale s, each value v kept
+        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
+        -1022 <= s <= 1023). Default (None): s is derived from the largest
+        |value|, which costs one more read of the values; a caller who knows
+        the values' range saves that read by giving s such that every
+        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
+        outside that contract is a ValueError naming the values' argument.
     stream : as in tally.reduce.
 
     Returns
@@ -278,6 +310,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
         raise TypeError("tally.bincount: argument 'minlength' must be an int")
     if minlength < 0:
         raise ValueError(f"tally.bincount: argument 'minlength' must be non-negative (got {minlength})")
+    bits = _fixed_point_bits("bincount", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("bincount", stream, x=x, weights=weights)
     a = infos["x"]
     if a.dtype not in ("int32", "int64"):
@@ -298,15 +331,15 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, stream=None):
     if a.size == 0:
         counts[...] = 0
         return counts
-    _core.bincount(objects["x"], objects["weights"], counts, deterministic, handle)
+    _core.bincount(objects["x"], objects["weights"], counts, deterministic, bits, handle)
     return counts
 
 
 _SCATTER_OPS = ("sum", "prod", "amin", "amax")
 
 
-def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, check_indices=True,  # noqa: A002
-                   stream=None):
+def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, fixed_point_bits=None,  # noqa: A002
+                   check_indices=True, stream=None):
     """out[index[i]] = reduce(out[index[i]], src[i]) for every i, in place.
 
     PyTorch's out.scatter_reduce_(0, index, src, reduce, include_self=True)
@@ -326,6 +359,15 @@ def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, check_
         range (NaN, inf, or too large) is a ValueError. Integer sums, "amin"
         and "amax" are deterministic anyway; float "prod" has no such mode
         (ValueError).
+    fixed_point_bits : int, optional
+        With deterministic=True: the fixed-point scale s, each value v kept
+        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
+        -1022 <= s <= 1023). Default (None): s is derived from the largest
+        |value|, which costs one more read of the values; a caller who knows
+        the values' range saves that read by giving s such that every
+        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
+        outside that contract is a ValueError naming the values' argument.
+        (Ignored where no fixed-point sum is made: integers, "amin", "amax".)
     check_indices : bool
         True (default): an index outside [0, len(out)) is a ValueError naming
         its position (in-range updates are still applied); on the GPU the call
@@ -338,18 +380,20 @@ def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, check_
     if reduce not in _SCATTER_OPS:
         raise ValueError(f"tally.scatter_reduce: argument 'reduce' is {reduce!r}; one of "
                          f"{', '.join(map(repr, _SCATTER_OPS))}")
-    return _scatter("scatter_reduce", out, index, src, reduce, deterministic, check_indices, stream)
+    return _scatter("scatter_reduce", out, index, src, reduce, deterministic, fixed_point_bits, check_indices,
+                    stream)
 
 
-def scatter_add(out, index, src, *, deterministic=False, check_indices=True, stream=None):
+def scatter_add(out, index, src, *, deterministic=False, fixed_point_bits=None, check_indices=True, stream=None):
     """out[index[i]] += src[i] for every i, in place: np.add.at(out, index, src)
     or torch's out.scatter_add_(0, index, src) for 1-D arrays.
     tally.scatter_reduce(out, index, src, "sum", ...); see it for the
     parameters. Returns out."""
-    return _scatter("scatter_add", out, index, src, "sum", deterministic, check_indices, stream)
+    return _scatter("scatter_add", out, index, src, "sum", deterministic, fixed_point_bits, check_indices, stream)
 
 
-def _scatter(function, out, index, src, op, deterministic, check_indices, stream):
+def _scatter(function, out, index, src, op, deterministic, fixed_point_bits, check_indices, stream):
+    bits = _fixed_point_bits(function, deterministic, fixed_point_bits)
     infos, objects, handle = _prepare(function, stream, out=out, index=index, src=src)
     o = infos["out"]
     if deterministic and op == "prod" and o.dtype in ("float32", "float64"):
@@ -357,15 +401,15 @@ def _scatter(function, out, index, src, op, deterministic, check_indices, stream
                          "have no deterministic mode")
     det = deterministic and op == "sum"  # min/max/integer sums are order-independent already
     # The output is written, so it goes to the core as the caller's array itself.
-    _core.scatter(o.obj, objects["index"], objects["src"], op, det, check_indices, handle, function)
+    _core.scatter(o.obj, objects["index"], objects["src"], op, det, bits, check_indices, handle, function)
     return out
 
 
 _INDEX_ADD_OPS = ("sum", "amin", "amax")
 
 
-def index_add(out, index, src, *, reduce="sum", deterministic=False, check_indices=True,  # noqa: A002
-              stream=None):
+def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point_bits=None,  # noqa: A002
+              check_indices=True, stream=None):
     """out[index[i], :] = reduce(out[index[i], :], src[i, :]) for every i, in place.
 
     PyTorch's out.index_add_(0, index, src) (reduce="sum") and
@@ -392,6 +436,15 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, check_indic
         row that lands is a ValueError naming 'src' after the other rows were
         applied (on the GPU this waits for the stream). "amin"/"amax" are
         deterministic anyway.
+    fixed_point_bits : int, optional
+        With deterministic=True: the fixed-point scale s, each value v kept
+        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
+        -1022 <= s <= 1023). Default (None): s is derived from the largest
+        |value|, which costs one more read of the values; a caller who knows
+        the values' range saves that read by giving s such that every
+        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
+        outside that contract is a ValueError naming the values' argument.
+        (Ignored for "amin"/"amax".)
     check_indices : bool
         True (default): an index outside [0, out.shape[0]) is a ValueError
         naming its position, after the rows in range were applied; on the GPU
@@ -415,10 +468,11 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, check_indic
     if reduce not in _INDEX_ADD_OPS:
         raise ValueError(f"tally.index_add: argument 'reduce' is {reduce!r}; one of "
                          f"{', '.join(map(repr, _INDEX_ADD_OPS))}")
+    bits = _fixed_point_bits("index_add", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("index_add", stream, out=out, index=index, src=src)
     det = deterministic and reduce == "sum"  # min/max are order-independent already
     # The output is written, so it goes to the core as the caller's array itself.
-    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, check_indices, handle)
+    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, bits, check_indices, handle)
     return out
 
 
