@@ -300,6 +300,14 @@ def index_add_rows(r, src_rows, rows_out, widths, dtypes, hots):
                       **info)
                 r.row(f"tally.index_add {name} deterministic",
                       lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False), within, **info)
+                # The scale a caller who knows |src| <= top would give: every
+                # |v|·2^s <= 2^(61 - ceil(log2 n)), inside the contract, and no
+                # pass over src to derive it. (Its quantum is at most the
+                # derived one's, so the bound above covers it.)
+                given = 61 - math.ceil(math.log2(n)) - (math.ceil(math.log2(top)) if top > 0 else 0)
+                r.row(f"tally.index_add {name} deterministic, given scale",
+                      lambda: tally.index_add(out, index, src, deterministic=True, fixed_point_bits=given,
+                                              check_indices=False), within, fixed_point_bits=given, **info)
                 r.row(f"torch.index_add_ {name}", lambda: out.index_add_(0, index, src), within, **info)
                 r.row(f"torch.index_add_ {name} deterministic", lambda: out.index_add_(0, index, src), within,
                       deterministic_torch=True, calls=1, **info)
