@@ -5,8 +5,8 @@
 // arrays) or the GPU backend (CUDA arrays, on the stream given). Outputs are
 // preallocated by the Python layer (src/tally/*.py), in the caller's library.
 #include <cstdint>
-#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,9 +38,9 @@ struct call_site {
     const char* core;
     const char* python;
   };
-  call_site(const char* f, std::initializer_list<rename> r) : function(f), renamed(r) {}
+  call_site(const char* f, std::span<const rename> r) : function(f), renamed(r) {}
   const char* function;
-  std::vector<rename> renamed;
+  std::span<const rename> renamed;  ///< static tables below
   bool known = false;
   bool gpu = false;
   int device = 0;
@@ -48,6 +48,11 @@ struct call_site {
   std::vector<input_array> keep_inputs;  // alive until the call returns
   std::vector<output_array> keep_outputs;
 };
+
+/// The core names a deterministic sum's bad value 'value' and a histogram's
+/// samples 'samples'; the Python functions call them as below.
+constexpr call_site::rename kHistogramNames[] = {{"value", "weights"}, {"samples", "x"}};
+constexpr call_site::rename kScatterNames[] = {{"value", "src"}};
 
 std::string device_name(bool gpu, int device) { return gpu ? "cuda:" + std::to_string(device) : "cpu"; }
 
@@ -487,7 +492,7 @@ NB_MODULE(_core, m) {
       "histogram_even",
       [](nb::handle x, nb::handle weights, nb::handle counts, double lo, double hi, bool deterministic,
          std::optional<int> fixed_point_bits, std::uintptr_t stream) {
-        call_site site("histogram", {{"value", "weights"}, {"samples", "x"}});
+        call_site site("histogram", kHistogramNames);
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
         const view cv = output(site, "counts", counts, 1);
@@ -507,7 +512,7 @@ NB_MODULE(_core, m) {
       "histogram_edges",
       [](nb::handle x, nb::handle weights, nb::handle edges, nb::handle counts, bool deterministic,
          std::optional<int> fixed_point_bits, std::uintptr_t stream) {
-        call_site site("histogram", {{"value", "weights"}, {"samples", "x"}});
+        call_site site("histogram", kHistogramNames);
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
         const view ev = input(site, "bins", edges, 1);
@@ -529,7 +534,7 @@ NB_MODULE(_core, m) {
       "bincount",
       [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::optional<int> fixed_point_bits,
          std::uintptr_t stream) {
-        call_site site("bincount", {{"value", "weights"}, {"samples", "x"}});
+        call_site site("bincount", kHistogramNames);
         const view xv = input(site, "x", x, 1);
         const std::optional<view> wv = weights_of(site, weights, xv, 1);
         const view cv = output(site, "counts", counts, 1);
@@ -547,7 +552,7 @@ NB_MODULE(_core, m) {
       "scatter",
       [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
          std::optional<int> fixed_point_bits, bool check_indices, std::uintptr_t stream, const char* function) {
-        call_site site(function, {{"value", "src"}});
+        call_site site(function, kScatterNames);
         const view ov = output(site, "out", out, 1);
         const view iv = input(site, "index", index, 1);
         const view sv = input(site, "src", src, 1);

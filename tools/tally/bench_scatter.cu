@@ -278,11 +278,10 @@ class scatter_bench {
     add("tally deterministic", histogram_strategy::automatic, true);
     add("tally deterministic sorted rows", histogram_strategy::sorted_rows, true);
     // A caller who knows the values' range gives the scale: every |value| is
-    // at most 1 here, so 2^(61 - ceil(log2 n)) keeps each sum of up to n of
-    // them below 2^62 (the contract), and the pass that derives it is skipped.
-    int ceil_log2_n = 0;
-    while ((std::int64_t{1} << ceil_log2_n) < p.n) ++ceil_log2_n;
-    add("tally deterministic, given scale", histogram_strategy::automatic, true, 61 - ceil_log2_n);
+    // at most 1 here, so 2^(61 - ceil(log2 n)) keeps each |v|·2^s below the
+    // contract's 2^(62 - ceil(log2 n)), and the pass that derives it is skipped.
+    add("tally deterministic, given scale", histogram_strategy::automatic, true,
+        tally::detail::fixed_point_headroom_bits(p.n) - 1);
   }
 
   const scatter_settings& s_;

@@ -288,13 +288,8 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
         With weights: fixed-point sums, bitwise identical run to run and
         across backends (NaN/inf weights are then a ValueError).
     fixed_point_bits : int, optional
-        With deterministic=True: the fixed-point scale s, each value v kept
-        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
-        -1022 <= s <= 1023). Default (None): s is derived from the largest
-        |value|, which costs one more read of the values; a caller who knows
-        the values' range saves that read by giving s such that every
-        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
-        outside that contract is a ValueError naming the values' argument.
+        With deterministic=True: the fixed-point scale, given instead of
+        derived (see tally.histogram).
     stream : as in tally.reduce.
 
     Returns
@@ -360,13 +355,8 @@ def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, fixed_
         and "amax" are deterministic anyway; float "prod" has no such mode
         (ValueError).
     fixed_point_bits : int, optional
-        With deterministic=True: the fixed-point scale s, each value v kept
-        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
-        -1022 <= s <= 1023). Default (None): s is derived from the largest
-        |value|, which costs one more read of the values; a caller who knows
-        the values' range saves that read by giving s such that every
-        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
-        outside that contract is a ValueError naming the values' argument.
+        With deterministic=True: the fixed-point scale, given instead of
+        derived (see tally.histogram).
         (Ignored where no fixed-point sum is made: integers, "amin", "amax".)
     check_indices : bool
         True (default): an index outside [0, len(out)) is a ValueError naming
@@ -437,13 +427,8 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
         applied (on the GPU this waits for the stream). "amin"/"amax" are
         deterministic anyway.
     fixed_point_bits : int, optional
-        With deterministic=True: the fixed-point scale s, each value v kept
-        as round(v·2^s) (tally's histogram_options.fixed_point_bits,
-        -1022 <= s <= 1023). Default (None): s is derived from the largest
-        |value|, which costs one more read of the values; a caller who knows
-        the values' range saves that read by giving s such that every
-        |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
-        outside that contract is a ValueError naming the values' argument.
+        With deterministic=True: the fixed-point scale, given instead of
+        derived (see tally.histogram).
         (Ignored for "amin"/"amax".)
     check_indices : bool
         True (default): an index outside [0, out.shape[0]) is a ValueError
