@@ -11,7 +11,8 @@ the bar (a 2^10-element tally.sum on a torch CUDA tensor against the C++
 tally::reduce on the same buffer and stream), scatter-add and bincount,
 histograms, Zipf-keyed counts beside uniform ones, and the row scatter of the
 issue (index_add_, 7.77 M rows of 128 into 1.72 M, 50 % / 10 % / none to one
-hot row, widths 1-1024 with the bytes of src kept, f32/bf16/f64).
+hot row, widths 1-1024 with the bytes of src kept, f32/bf16/f64). The JSON is
+rewritten after every row: a run cut short keeps what it finished.
 
     python python/bench/bench_torch.py --out bench-python.json [--quick] [--budget SECONDS]
         [--only GROUP ...] [--widths 1 16 128 1024] [--dtypes float32 ...] [--hots 0.5 ...]
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -61,10 +63,19 @@ SINGLE_TRIAL_US = 2e6
 
 
 class Runner:
-    def __init__(self, trials, budget_s=None):
+    def __init__(self, trials, budget_s=None, on_row=None):
+        """on_row(rows), if given, runs after each row is recorded (main()
+        rewrites the JSON file there, so a run cut short keeps its rows)."""
         self.trials = trials
         self.rows = []
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
+        self.on_row = on_row
+
+    def record(self, entry):
+        self.rows.append(entry)
+        print(json.dumps(entry), flush=True)
+        if self.on_row is not None:
+            self.on_row(self.rows)
 
     def row(self, name, fn, check, calls=5, deterministic_torch=False, reset=None, **info):
         """Checks fn's result, times fn, checks again, records the row.
@@ -78,8 +89,7 @@ class Runner:
         entry = {"name": name, **info}
         if self.deadline is not None and time.monotonic() > self.deadline:
             entry.update(us=None, checked=False, not_run="the run's time budget (--budget) was spent")
-            self.rows.append(entry)
-            print(json.dumps(entry), flush=True)
+            self.record(entry)
             return
 
         def checked_call():
@@ -110,8 +120,7 @@ class Runner:
             entry.update(us=None, checked=False, error=f"{type(e).__name__}: {str(e)[:160]}")
         finally:
             torch.use_deterministic_algorithms(False)
-        self.rows.append(entry)
-        print(json.dumps(entry), flush=True)
+        self.record(entry)
 
 
 def close(a, b, rtol=1e-9, atol=1e-9):
@@ -247,8 +256,7 @@ def overhead_rows(r, calls):
                "trials": len(samples[name]), "calls": calls, "checked": checked}
         if not checked:
             row["error"] = "result differs from the reference"
-        r.rows.append(row)
-        print(json.dumps(row), flush=True)
+        r.record(row)
 
 
 UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float64: 2.0**-53, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
@@ -359,7 +367,17 @@ def main():
     wanted = set(args.only or ["overhead", "scatter", "histogram", "zipf", "index_add"])
     if not (torch.cuda.is_available() and tally.gpu_available()):
         sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
-    r = Runner(trials=3 if args.quick else 7, budget_s=args.budget)
+    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "cupy": None if cupy is None else cupy.__version__, "tally": tally.__version__}
+
+    def write(rows):
+        # Written whole after every row, through a temporary file: a run cut
+        # by a time limit leaves a complete JSON of the rows it finished.
+        with open(args.out + ".part", "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        os.replace(args.out + ".part", args.out)
+
+    r = Runner(trials=3 if args.quick else 7, budget_s=args.budget, on_row=write)
     if "overhead" in wanted:
         overhead_rows(r, 5000)
     bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
@@ -375,10 +393,7 @@ def main():
             [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64])
         hots = args.hots or ([0.5] if args.quick else [0.5, 0.1, 0.0])
         index_add_rows(r, 7_770_000, 1_720_000, widths, dtypes, hots)
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "cupy": None if cupy is None else cupy.__version__, "tally": tally.__version__}
-    with open(args.out, "w") as f:
-        json.dump({"meta": meta, "rows": r.rows}, f, indent=1)
+    write(r.rows)
     # A PyTorch row under use_deterministic_algorithms may be refused: that is
     # a result. Every other row -- tally's deterministic ones included -- must
     # have passed its checks.
