@@ -100,9 +100,11 @@ struct cg_result {
   double rhs_norm = 0;  ///< ‖b‖ (double accumulation)
   cg_mode mode = cg_mode::automatic;  ///< what the GPU ran (automatic on the CPU)
   std::string note;                   ///< e.g. why the persistent mode fell back
+  /// True when the solve met its tolerance (status converged).
   bool converged() const { return status == cg_status::converged; }
 };
 
+/// A phrase for `status`, as `tally solve cg` prints it. Post: never null.
 inline const char* describe(cg_status status) {
   switch (status) {
     case cg_status::running: return "running";
@@ -115,6 +117,8 @@ inline const char* describe(cg_status status) {
   return "unknown status";
 }
 
+/// The mode's name as `tally solve cg --mode` takes it ("auto", "persistent",
+/// "graph"). Post: never null.
 inline const char* mode_name(cg_mode m) {
   switch (m) {
     case cg_mode::automatic: return "auto";
