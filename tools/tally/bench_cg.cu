@@ -326,8 +326,10 @@ void add_bench_cg(CLI::App& bench) {
       "Seed 004's CG ladder (cuSPARSE + cuBLAS, then fused kernels), Eigen's ConjugateGradient on all host threads, "
       "and tally's CG (CPU; GPU persistent, graph, graph-unroll8 and pipelined, CSR and matrix-free) on 27-point Poisson "
       "problems, Jacobi, each solution verified on the host");
-  cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows)")->capture_default_str();
-  cmd->add_option("--f64-grids", s->f64_grids, "grids also run in f64")->capture_default_str();
+  cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows), e.g. 31,64")->delimiter(',')->capture_default_str();
+  cmd->add_option("--f64-grids", s->f64_grids, "grids also run in f64 (a grid not in --grids: none)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--matrix", s->matrices, "also Matrix Market files (f32, b = A x_true)")->check(CLI::ExistingFile);
   cmd->add_option("--rtol", s->rtol, "relative tolerance")->capture_default_str();
   cmd->add_option("--trials", s->trials, "timed solves per row (median; fewer for solves over a second)")
