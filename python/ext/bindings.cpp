@@ -473,6 +473,21 @@ NB_MODULE(_core, m) {
       "is anything else or the op is argmin/argmax.");
 
   m.def(
+      "key_range",
+      [](nb::handle x, nb::handle out, std::uintptr_t stream, const char* function) {
+        call_site site(function);
+        const view xv = input(site, "x", x);
+        const view ov = output(site, "out", out);
+        if (xv.n < 1) throw nb::value_error((prefix(site, "x") + "must not be empty").c_str());
+        if (ov.n != 2 || ov.type != xv.type)
+          throw nb::value_error((prefix(site, "out") + "must hold 2 elements of x's dtype").c_str());
+        check_no_overlap(site, "out", ov, "x", xv);
+        run(site, stream, [&](const place& p) { key_range(p, xv, ov.data, function); });
+      },
+      nb::arg("x"), nb::arg("out"), nb::arg("stream"), nb::arg("function"),
+      "out[0], out[1] = x.min(), x.max() of int32/int64 keys, in one pass.");
+
+  m.def(
       "dot",
       [](nb::handle x, nb::handle y, nb::handle out, bool compensated, std::uintptr_t stream, bool checked) {
         call_site site("dot");

@@ -2,6 +2,8 @@
 // package's dtypes.
 #include <cuda_runtime.h>
 
+#include <limits>
+
 #include "dispatch.cuh"
 
 namespace tally_py {
@@ -26,7 +28,46 @@ void reduce_typed(const place& where, const view& x, void* out, Op op, const tal
   });
 }
 
+/// The smallest and largest of some keys; its layout is two I's, as the
+/// caller's two-element output holds them.
+template <class I>
+struct key_bounds {
+  I lo, hi;
+};
+
+/// A key as the bounds of itself.
+struct key_as_bounds {
+  template <class I>
+  TALLY_HD_INLINE key_bounds<I> operator()(I key) const {
+    return {key, key};
+  }
+};
+
+/// The bounds of two sets of keys: exactly associative and commutative.
+struct widen_bounds {
+  template <class B>
+  TALLY_HD_INLINE B operator()(const B& a, const B& b) const {
+    return {b.lo < a.lo ? b.lo : a.lo, a.hi < b.hi ? b.hi : a.hi};
+  }
+  template <class B>
+  TALLY_HD_INLINE B identity() const {
+    using I = decltype(B::lo);
+    return {std::numeric_limits<I>::max(), std::numeric_limits<I>::lowest()};
+  }
+};
+
 }  // namespace
+
+void key_range(const place& where, const view& x, void* out, const char* function) {
+  visit_integer(x.type, function, "x", [&](auto tag) {
+    using I = typename decltype(tag)::type;
+    static_assert(sizeof(key_bounds<I>) == 2 * sizeof(I), "key_bounds is two I's");
+    on_backend(where, [&](const auto& backend) {
+      tally::transform_reduce(backend, static_cast<const I*>(x.data), x.n, static_cast<key_bounds<I>*>(out),
+                              key_as_bounds{}, widen_bounds{}, options_for(!where.gpu), function);
+    });
+  });
+}
 
 dtype reduce_out_type(dtype x, reduce_op op, bool compensated, const char* function) {
   if (compensated && !(op == reduce_op::sum && (x == dtype::f32 || x == dtype::f64)))

@@ -168,6 +168,26 @@ def test_bincount_deterministic_bits(rng):
     np.testing.assert_allclose(first, [math.fsum(w[x == k]) for k in range(7)], rtol=0, atol=1e-9)
 
 
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 1023, 1024, 1025, 65537])
+def test_bincount_length_and_minimum_from_one_pass(rng, dtype, n):
+    # bincount's length (max + 1) and its negative-value check (min) come from
+    # one pass over x (_core.key_range): the extremes at random positions,
+    # sizes across the tree's boundaries; the error names the true minimum.
+    x = rng.integers(0, 50, n).astype(dtype)
+    x[rng.integers(n)] = 77
+    assert tally.bincount(x).size == 78
+    x[rng.integers(n)] = -3 - rng.integers(5)
+    with pytest.raises(ValueError, match=f"its minimum is {x.min()}"):
+        tally.bincount(x)
+    # The full range of the dtype, through the core function itself.
+    info = np.iinfo(dtype)
+    y = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    out = np.full(2, 7, dtype)
+    tally._core.key_range(y, out, 0, "bincount")
+    np.testing.assert_array_equal(out, [y.min(), y.max()])
+
+
 def test_bincount_empty_and_errors():
     np.testing.assert_array_equal(tally.bincount(np.zeros(0, np.int64), minlength=3), [0, 0, 0])
     with pytest.raises(ValueError, match="argument 'x' must be non-negative"):

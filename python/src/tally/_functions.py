@@ -298,8 +298,8 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     device: int64 counts, or sums in the weights' dtype (NumPy's bincount
     returns float64 for any weights; tally keeps float32 weights in float32).
 
-    Finding the length reads x.min() and x.max() back (one wait for the GPU),
-    as torch.bincount does. Negative values: ValueError naming 'x'.
+    Finding the length reads x.min() and x.max() back (one pass over x, one
+    wait for the GPU), as torch.bincount does. Negative values: ValueError naming 'x'.
     """
     if isinstance(minlength, bool) or not isinstance(minlength, (int, np.integer)):
         raise TypeError("tally.bincount: argument 'minlength' must be an int")
@@ -316,8 +316,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     length = minlength
     if a.size > 0:
         extremes = empty(a, (2,), a.dtype)
-        _core.reduce(objects["x"], extremes[0:1], "min", False, handle, False, "bincount")
-        _core.reduce(objects["x"], extremes[1:2], "max", False, handle, False, "bincount")
+        _core.key_range(objects["x"], extremes, handle, "bincount")  # min and max in one pass
         lo, hi = (int(v) for v in read_back(a, extremes, handle))
         if lo < 0:
             raise ValueError(f"tally.bincount: argument 'x' must be non-negative (its minimum is {lo})")
