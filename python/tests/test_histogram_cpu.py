@@ -135,6 +135,22 @@ def test_histogram_errors_name_the_argument():
         tally.histogram(x, bins=3, weights=np.ones(10, np.float32))
     with pytest.raises(TypeError, match="argument 'x'.*bool"):
         tally.histogram(np.ones(10, bool), bins=3, range=(0, 1))
+    # bins that are neither a count nor edges: a float, a bool, a 0-d float array
+    for bins in (2.5, True, np.array(3.0)):
+        with pytest.raises(TypeError, match="argument 'bins' must be an int or a 1-D array of bin edges"):
+            tally.histogram(x, bins=bins, range=(0, 1))
+    # NumPy's byte order other than the machine's: DLPack cannot carry it
+    with pytest.raises(TypeError, match="argument 'x' has a non-native byte order"):
+        tally.histogram(x.astype(x.dtype.newbyteorder(">" if x.dtype.byteorder in "=<" else "<")), bins=3)
+
+
+def test_histogram_count_as_0d_integer_array(rng):
+    x = rng.uniform(0, 1, 1000)
+    for bins in (np.int64(7), np.array(7), np.array(7, np.int32)):
+        counts, edges = tally.histogram(x, bins=bins, range=(0, 1))
+        want, want_edges = np.histogram(x, bins=7, range=(0, 1))
+        np.testing.assert_array_equal(counts, want)
+        np.testing.assert_array_equal(edges, want_edges)
 
 
 # ---- bincount -----------------------------------------------------------------

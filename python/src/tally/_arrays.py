@@ -73,6 +73,9 @@ def _name_of_dtype(dt, kind):
 def classify(x, name, function):
     """Array for argument `name` of tally.`function`, or TypeError naming it."""
     if isinstance(x, np.ndarray):
+        if not x.dtype.isnative:  # DLPack carries no byte order: NumPy refuses to export these
+            raise TypeError(f"tally.{function}: argument '{name}' has a non-native byte order (dtype "
+                            f"{x.dtype.str}); convert it first, e.g. x.astype(x.dtype.newbyteorder('='))")
         return Array(x, NUMPY, _dtype_name(x, NUMPY), x.shape, False, "cpu", x)
     module = type(x).__module__
     if module.startswith("cupy"):

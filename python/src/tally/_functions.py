@@ -235,8 +235,8 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         x_float = as_dtype(a, "float64" if weights is None else count_dtype)
         a = classify(x_float, "x", "histogram")
         objects["x"] = export(a, handle, stream is not None)
-    if isinstance(bins, (int, np.integer)) and not isinstance(bins, bool):
-        nbins = operator.index(bins)
+    nbins = _bin_count(bins)
+    if nbins is not None:
         if nbins < 1:
             raise ValueError(f"tally.histogram: argument 'bins' must be positive, when an integer (got {nbins})")
         if range is None:
@@ -260,6 +260,9 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         if not return_edges:
             return counts
         return counts, from_host(a, np.linspace(lo, hi, nbins + 1))
+    if np.ndim(bins) == 0:  # a float, a bool, a 0-d array: neither a count nor edges
+        raise TypeError(f"tally.histogram: argument 'bins' must be an int or a 1-D array of bin edges "
+                        f"(got {type(bins).__name__} {bins!r})")
     if range is not None:
         raise ValueError("tally.histogram: argument 'range' applies to integer bins only")
     edges = np.asarray(to_host(bins), dtype=np.float64)
@@ -273,6 +276,17 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     edges_obj = export(classify(device_edges, "bins", "histogram"), handle, stream is not None)
     _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, bits, handle)
     return (counts, device_edges) if return_edges else counts
+
+
+def _bin_count(bins):
+    """histogram's bins as a count when it is one (an int, a NumPy integer, a
+    0-d integer array or tensor), else None (edges, or what is neither)."""
+    if isinstance(bins, bool) or np.ndim(bins) != 0:
+        return None
+    try:
+        return operator.index(bins)
+    except TypeError:
+        return None
 
 
 def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_bits=None, stream=None):
