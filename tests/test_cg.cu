@@ -191,10 +191,14 @@ TYPED_TEST(Cg, NonFiniteInputIsReported) {
   const auto a = sv::poisson3d_7pt<float, std::int32_t>(4);
   std::vector<float> b(a.rows, 1.0f), x0(a.rows, 0.0f);
   b[17] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(solve_on<TypeParam>(a, b, x0, {}).result.status, sv::cg_status::non_finite);
+  const auto nan_b = solve_on<TypeParam>(a, b, x0, {}).result;
+  EXPECT_EQ(nan_b.status, sv::cg_status::non_finite);
+  EXPECT_TRUE(std::isnan(nan_b.relative_residual)) << nan_b.relative_residual;  // never 0, as if solved
   b[17] = 1.0f;
   x0[3] = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(solve_on<TypeParam>(a, b, x0, {}).result.status, sv::cg_status::non_finite);
+  const auto inf_x0 = solve_on<TypeParam>(a, b, x0, {}).result;
+  EXPECT_EQ(inf_x0.status, sv::cg_status::non_finite);
+  EXPECT_FALSE(std::isfinite(inf_x0.relative_residual)) << inf_x0.relative_residual;
 }
 
 // 1×1, 2×2 and 3×3 systems: exact arithmetic would finish in n iterations.

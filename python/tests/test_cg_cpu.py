@@ -2,6 +2,8 @@
 object with indptr/indices/data/shape), SciPy's and torch's where installed,
 against residuals and solutions computed independently in float64."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -136,6 +138,7 @@ def test_iteration_limit_breakdown_bad_diagonal_and_non_finite(rng):
     b[7] = np.nan
     _, nan = tally.cg(A, b)
     assert nan.status == "non_finite"
+    assert math.isnan(nan.relative_residual)  # never 0, as if solved
 
 
 def test_pipelined_cg_meets_the_tolerance(rng):

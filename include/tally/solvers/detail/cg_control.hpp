@@ -284,7 +284,9 @@ struct cg_control {
     return status != cg_status::running && !true_current && status != cg_status::non_finite;
   }
 
-  TALLY_HD double relative_residual() const { return bnorm > 0 ? divide(root(true_rr), bnorm) : 0.0; }
+  /// ‖b − A·x‖ / ‖b‖ from the last true residual: 0 when b = 0 (x = 0 solves
+  /// it), NaN when ‖b‖ is NaN (a NaN in b; it read 0 before, as if solved).
+  TALLY_HD double relative_residual() const { return bnorm == 0 ? 0.0 : divide(root(true_rr), bnorm); }
 };
 
 }  // namespace tally::solvers::detail
