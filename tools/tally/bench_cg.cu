@@ -23,6 +23,7 @@
 #endif
 
 #include "bench_cli.hpp"
+#include "cli_checks.hpp"
 #include "peers/cg_peers.hpp"
 #include "solve_cg_problem.hpp"
 #include "tally/cuda/check.cuh"
@@ -333,7 +334,7 @@ void add_bench_cg(CLI::App& bench) {
   cmd->add_option("--matrix", s->matrices, "also Matrix Market files (f32, b = A x_true)")->check(CLI::ExistingFile);
   cmd->add_option("--rtol", s->rtol, "relative tolerance")->capture_default_str();
   cmd->add_option("--trials", s->trials, "timed solves per row (median; fewer for solves over a second)")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   cmd->add_option("--cpu-max-grid", s->cpu_max_grid, "largest grid for the host rows (Eigen, tally-cpu)")
       ->capture_default_str();

@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.hpp"
 #include "commands.hpp"
 #include "cpu.hpp"
 #include "gpu.hpp"
@@ -217,7 +218,7 @@ void add_himeno(CLI::App& app) {
   cmd->add_option("--json", o->json_path, "also write the result as JSON to FILE")->type_name("FILE");
   cmd->add_option("--tolerance", o->tolerance,
                   "sweep until gosa < TOL, tested on the device every sweep (one CUDA graph, the host waits once)")
-      ->check(CLI::Range(0.0, 1e30))
+      ->check(finite_number(false))
       ->excludes(seconds);
   cmd->add_option("--blocks", o->blocks, "blocks of the fused sweep (default: as many as fit on the device)")
       ->check(CLI::Range(0, 1 << 30));

@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_checks.hpp"
 #include "solve_cg_problem.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/solvers/solvers.hpp"
@@ -170,9 +171,9 @@ void add_solve_cg(CLI::App& solve) {
   cmd->add_option("--precision", s->precision, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
   cmd->add_option("--precond", s->precond, "jacobi or none")->check(CLI::IsMember({"jacobi", "none"}))->capture_default_str();
   cmd->add_option("--rtol", s->rtol, "stop when ||b - A x|| <= rtol ||b|| (true residual)")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
-  cmd->add_option("--max-iters", s->max_iters, "iteration limit")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--max-iters", s->max_iters, "iteration limit")->check(finite_number(false))->capture_default_str();
   cmd->add_option("--mode", s->mode, "GPU execution: auto, persistent (one cooperative kernel), graph (CUDA graph "
                                      "with a device-side loop) or pipelined")
       ->check(CLI::IsMember({"auto", "persistent", "graph", "pipelined"}))
@@ -180,7 +181,7 @@ void add_solve_cg(CLI::App& solve) {
   cmd->add_option("--grid-blocks", s->grid_blocks,
                   "GPU persistent mode: blocks of the cooperative kernel (0: as many as fit; more than fit "
                   "falls back to the graph mode, saying so)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(false))
       ->capture_default_str();
   cmd->add_flag("--matrix-free", s->matrix_free, "apply the Poisson stencil instead of a matrix (with --poisson27/7)");
   cmd->add_flag("--cpu", s->cpu, "run the CPU backend (OpenMP) instead of the GPU");
