@@ -97,6 +97,26 @@ def test_torch_bincount_and_scatter_add(bins):
 
 
 @needs_torch
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("n", [1, 33, 1025, 2**20 + 7])
+def test_torch_bincount_length_and_minimum_from_one_pass(dtype, n):
+    # bincount's min and max in one pass on the device (_core.key_range): the
+    # extremes at random positions; the full range of the dtype against torch.
+    g = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randint(0, 50, (n,), device="cuda", generator=g, dtype=getattr(torch, dtype))
+    x[int(torch.randint(n, (1,), generator=g, device="cuda"))] = 77
+    assert tally.bincount(x).shape == (78,)
+    x[int(torch.randint(n, (1,), generator=g, device="cuda"))] = -4
+    with pytest.raises(ValueError, match="its minimum is -4"):
+        tally.bincount(x)
+    info = torch.iinfo(getattr(torch, dtype))
+    y = torch.randint(info.min, info.max, (n,), device="cuda", generator=g, dtype=getattr(torch, dtype))
+    out = torch.full((2,), 7, device="cuda", dtype=y.dtype)
+    tally._core.key_range(y, out, torch.cuda.current_stream().cuda_stream, "bincount")
+    assert out.tolist() == [int(y.min()), int(y.max())]
+
+
+@needs_torch
 @pytest.mark.parametrize("fixed_point_bits", [None, 30, 2])
 def test_torch_given_fixed_point_scale_gives_the_cpu_bits(fixed_point_bits):
     """The deterministic mode with a given scale (and the derived one, None)
