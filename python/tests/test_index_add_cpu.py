@@ -143,10 +143,16 @@ def test_index_add_errors_name_the_argument():
         tally.index_add(out, index.astype(np.int32), src, reduce="amax")
     with pytest.raises(TypeError, match="argument 'out' has dtype int64"):
         tally.index_add(np.zeros((10, 3), np.int64), index, src.astype(np.int64))
-    with pytest.raises(ValueError, match="argument 'out' must be two-dimensional"):
+    with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(3,\); they must match out's rows, \(\)"):
         tally.index_add(np.zeros(10), index, src)
-    with pytest.raises(ValueError, match="argument 'src' must be two-dimensional"):
+    with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(\); they must match out's rows, \(3,\)"):
         tally.index_add(out, index, np.ones(4))
+    with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(3, 2\); they must match out's rows, \(2, 3\)"):
+        tally.index_add(np.zeros((10, 2, 3)), index, np.ones((4, 3, 2)))
+    with pytest.raises(ValueError, match="argument 'out' has shape .* rows whose elements are not contiguous"):
+        tally.index_add(np.zeros((10, 3, 2)).transpose(0, 2, 1), index, np.ones((4, 2, 3)))
+    with pytest.raises(ValueError, match="argument 'out' must be two-dimensional"):
+        tally.index_add(np.zeros(()), index, src)
     with pytest.raises(ValueError, match="argument 'index' must be one-dimensional"):
         tally.index_add(out, np.zeros((4, 1), np.int64), src)
     with pytest.raises(ValueError, match="argument 'out' must have contiguous columns"):
@@ -164,6 +170,24 @@ def test_index_add_errors_name_the_argument():
         tally.index_add(ro, index, src)
     with pytest.raises(TypeError, match="argument 'out' must be"):
         tally.index_add([[0.0] * 3] * 10, index, src)
+
+
+@pytest.mark.parametrize("shape", [(), (1,), (2, 3), (2, 1, 4)])
+def test_index_add_rows_of_any_shape_as_pytorch_along_dim_0(rng, shape):
+    # out (rows, *shape) and src (n, *shape): rows of prod(shape) elements, a
+    # view of each array without a copy (so out is updated in place).
+    out = rng.uniform(-1, 1, (6, *shape))
+    src = rng.uniform(-1, 1, (40, *shape))
+    index = hot_index(rng, 40, 6)
+    exact = out.copy()
+    np.add.at(exact, index, src)
+    assert tally.index_add(out, index, src) is out
+    np.testing.assert_allclose(out, exact, rtol=0, atol=1e-13)
+    amax = rng.uniform(-1, 1, (6, *shape))
+    want = amax.copy()
+    np.maximum.at(want, index, src)
+    tally.index_add(amax, index, src, reduce="amax")
+    assert np.array_equal(amax, want)
 
 
 def test_index_add_empty_is_a_no_op():

@@ -47,6 +47,20 @@ def test_torch_index_add_matches_index_add_(dtype, cols, itype):
 
 
 @needs_torch
+@pytest.mark.parametrize("shape", [(), (3, 5), (2, 1, 64)])
+def test_torch_rows_of_any_shape_as_index_add_along_dim_0(shape):
+    # 1-D and N-D tensors: rows of prod(shape) elements, viewed without a copy.
+    out = torch.randn(300, *shape, device="cuda", dtype=torch.float64)
+    src = torch.randn(5000, *shape, device="cuda", dtype=torch.float64)
+    index = hot_index(5000, 300)
+    want = out.clone().index_add_(0, index, src)
+    assert tally.index_add(out, index, src) is out
+    torch.testing.assert_close(out, want, rtol=1e-9, atol=1e-9)  # float64: orders differ by ~1e-12
+    with pytest.raises(ValueError, match="rows whose elements are not contiguous"):
+        tally.index_add(torch.zeros(300, 4, 3, device="cuda").transpose(1, 2), index, torch.ones(5000, 3, 4, device="cuda"))
+
+
+@needs_torch
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_torch_deterministic_bits_across_runs_orders_and_backends(dtype):
     rows, out_rows, cols = 50000, 700, 64

@@ -164,3 +164,14 @@ def test_errors_name_the_argument_and_leave_out_unchanged():
 
 class _Subclass(torch.Tensor):
     pass
+
+
+def test_index_add_of_nd_tensors_is_index_add_along_dim_0(rng):
+    # 1-D and N-D tensors: rows of prod(shape[1:]) elements, viewed without a copy.
+    for shape in [(), (3, 5), (2, 1, 4)]:
+        out = torch.randn(7, *shape, dtype=torch.float64)
+        src = torch.randn(50, *shape, dtype=torch.float64)
+        index = torch.from_numpy(rng.integers(0, 7, 50))
+        want = out.clone().index_add_(0, index, src)
+        assert tally.index_add(out, index, src) is out
+        torch.testing.assert_close(out, want, rtol=0, atol=1e-12)

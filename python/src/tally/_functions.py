@@ -7,7 +7,7 @@ import operator
 import numpy as np
 
 from . import _core
-from ._arrays import (NUMPY, as_dtype, classify, empty, export, from_host, order_after_producer, read_back,
+from ._arrays import (NUMPY, _is_torch_subclass, as_dtype, classify, empty, export, from_host, order_after_producer, read_back,
                       resolve_stream, to_host)
 
 _REDUCE_OPS = ("sum", "plus", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor")
@@ -422,13 +422,18 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
 
     Parameters
     ----------
-    out : 2-D array (rows, columns), updated in place. dtypes float16,
+    out : array of rows (rows, columns), updated in place. dtypes float16,
         bfloat16, float32, float64. Its columns must be contiguous; its rows
         may be any distance apart (e.g. a column slice of a wider tensor).
+        A 1-D out is rows of one element, and an N-D out (NumPy, PyTorch,
+        CuPy) rows of out.shape[1:] elements, as in PyTorch's index_add_ along
+        dim 0: the elements of a row must then be contiguous (a view of the
+        array as (rows, elements), never a copy).
     index : 1-D int32/int64 array (int64 for "amin"/"amax"), one entry per
         row of src, values in [0, out.shape[0]).
-    src : 2-D array of out's dtype with len(index) rows and out's columns
-        (contiguous columns, rows at any distance).
+    src : array of out's dtype with len(index) rows shaped as out's rows
+        (src.shape[1:] == out.shape[1:]; contiguous columns, rows at any
+        distance).
     reduce : "sum", "amin" or "amax".
     deterministic : bool
         For "sum": fixed-point sums (tally's histogram_options.deterministic
@@ -467,11 +472,40 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
         raise ValueError(f"tally.index_add: argument 'reduce' is {reduce!r}; one of "
                          f"{', '.join(map(repr, _INDEX_ADD_OPS))}")
     bits = _fixed_point_bits("index_add", deterministic, fixed_point_bits)
-    infos, objects, handle = _prepare("index_add", stream, out=out, index=index, src=src)
+    out_rows, src_rows = _as_rows(out, "out"), _as_rows(src, "src")
+    if out_rows is not out or src_rows is not src:
+        if tuple(out.shape[1:]) != tuple(src.shape[1:]):
+            raise ValueError(f"tally.index_add: argument 'src' has rows of shape {tuple(src.shape[1:])}; "
+                             f"they must match out's rows, {tuple(out.shape[1:])}")
+    infos, objects, handle = _prepare("index_add", stream, out=out_rows, index=index, src=src_rows)
     det = deterministic and reduce == "sum"  # min/max are order-independent already
     # The output is written, so it goes to the core as the caller's array itself.
     _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, bits, check_indices, handle)
     return out
+
+
+def _as_rows(a, name):
+    """index_add's `a` as a 2-D view (rows, elements a row): a 1-D or N-D
+    NumPy, PyTorch or CuPy array reshaped without a copy (ValueError when the
+    elements of a row are not contiguous); a 2-D array, anything else (the
+    core names what is wrong with it), as it is."""
+    shape = getattr(a, "shape", None)
+    if shape is None or len(shape) in (0, 2):
+        return a
+    rows, width = shape[0], int(np.prod(shape[1:], dtype=np.int64))
+    module = type(a).__module__
+    try:
+        if isinstance(a, np.ndarray) or module.startswith("cupy"):
+            view = a.view()
+            view.shape = (rows, width)  # raises rather than copy
+            return view
+        if module.startswith("torch") or _is_torch_subclass(a):
+            return a.view(rows, width)  # raises rather than copy
+    except (AttributeError, RuntimeError, ValueError):
+        raise ValueError(f"tally.index_add: argument '{name}' has shape {tuple(shape)} with rows whose elements "
+                         "are not contiguous; tally needs each row's elements in one run (make it contiguous "
+                         "first)") from None
+    return a
 
 
 # cg(...) is bound here once the conjugate-gradient issue has landed.
