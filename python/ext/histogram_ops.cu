@@ -23,8 +23,9 @@ void histogram_of(const place& where, const T* x, std::int64_t n, const view* we
   if (counts.type != weights->type)
     throw unsupported_dtype(std::string("tally.") + function + ": the counts' dtype " + name_of(counts.type) +
                             " differs from the weights' " + name_of(weights->type));
-  // Float samples take weights of their own dtype only (fewer instantiations:
-  // CI compiles these); integer keys (bincount) take either.
+  // float32 samples take float32 weights only, float64 samples and integer
+  // keys (bincount) either (fewer instantiations: CI compiles these). The
+  // Python layer widens samples to float64 for the other pairs, exactly.
   const auto weigh = [&](auto tag) {
     using W = typename decltype(tag)::type;
     on_backend(where, [&](const auto& backend) {
@@ -32,11 +33,11 @@ void histogram_of(const place& where, const T* x, std::int64_t n, const view* we
                                        static_cast<W*>(counts.data), o);
     });
   };
-  if constexpr (std::is_floating_point_v<T>) {
-    if (weights->type != (std::is_same_v<T, float> ? dtype::f32 : dtype::f64))
+  if constexpr (std::is_same_v<T, float>) {
+    if (weights->type != dtype::f32)
       throw unsupported_dtype(std::string("tally.") + function + ": argument 'weights' has dtype " +
-                              name_of(weights->type) + "; it must match x's dtype");
-    weigh(type_tag<T>{});
+                              name_of(weights->type) + "; float32 samples take float32 weights");
+    weigh(type_tag<float>{});
   } else {
     visit_float(weights->type, function, "weights", weigh);
   }

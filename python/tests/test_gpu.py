@@ -72,6 +72,16 @@ def test_torch_histogram_matches_numpy_and_cpu():
                                             deterministic=True)[0])
     np.testing.assert_allclose(hw.cpu().numpy(), np.histogram(x.cpu().numpy(), 100, (-3, 3), weights=w.cpu().numpy())[0],
                                atol=1e-9)
+    # Mixed sample and weight dtypes: deterministic sums, the CPU's bits; integer
+    # samples binned as float64 (2^24 + 1 keeps its bin under float32 weights).
+    w32 = w.float()
+    for xs in (x, x.float(), (x * 1000).long() + 2**24):
+        mixed = tally.histogram(xs, bins=64, weights=w32, deterministic=True)[0]
+        assert mixed.dtype == torch.float32
+        assert bits(mixed) == bits(tally.histogram(xs.cpu().numpy(), bins=64, weights=w32.cpu().numpy(),
+                                                   deterministic=True)[0])
+    big = torch.tensor([2**24 + 1], device="cuda")
+    assert float(tally.histogram(big, bins=1, range=(2**24 + 0.5, 2**24 + 1.5), weights=torch.ones(1, device="cuda"))[0][0]) == 1.0
 
 
 @needs_torch

@@ -229,10 +229,13 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
             raise ValueError(f"tally.histogram: argument 'weights' has shape {infos['weights'].shape}; "
                              f"it must match x's {a.shape}")
     count_dtype = "int64" if weights is None else infos["weights"].dtype
-    if a.dtype in ("int32", "int64"):
+    if a.dtype in ("int32", "int64") or (a.dtype == "float32" and count_dtype == "float64"):
         # Integer samples are binned as float64 values (a converted copy: the
-        # core's histograms take float samples; NumPy converts them too).
-        x_float = as_dtype(a, "float64" if weights is None else count_dtype)
+        # core's histograms take float samples; NumPy converts them too), and
+        # so are float32 samples with float64 weights (the core pairs float32
+        # samples with float32 weights only). Both conversions are exact for
+        # what they bin (integers up to 2^53), so the bins are NumPy's.
+        x_float = as_dtype(a, "float64")
         a = classify(x_float, "x", "histogram")
         objects["x"] = export(a, handle, stream is not None)
     nbins = _bin_count(bins)
