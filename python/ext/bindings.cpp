@@ -473,7 +473,7 @@ NB_MODULE(_core, m) {
       "is anything else or the op is argmin/argmax.");
 
   m.def(
-      "key_range",
+      "extrema",
       [](nb::handle x, nb::handle out, std::uintptr_t stream, const char* function) {
         call_site site(function);
         const view xv = input(site, "x", x);
@@ -482,10 +482,10 @@ NB_MODULE(_core, m) {
         if (ov.n != 2 || ov.type != xv.type)
           throw nb::value_error((prefix(site, "out") + "must hold 2 elements of x's dtype").c_str());
         check_no_overlap(site, "out", ov, "x", xv);
-        run(site, stream, [&](const place& p) { key_range(p, xv, ov.data, function); });
+        run(site, stream, [&](const place& p) { extrema(p, xv, ov.data, function); });
       },
       nb::arg("x"), nb::arg("out"), nb::arg("stream"), nb::arg("function"),
-      "out[0], out[1] = x.min(), x.max() of int32/int64 keys, in one pass.");
+      "out[0], out[1] = x.min(), x.max() in one pass (float32/float64/int32/int64; a NaN wins both).");
 
   m.def(
       "dot",

@@ -72,9 +72,10 @@ void reduce(const place& where, const view& x, void* out, reduce_op op, bool com
             const char* function);
 
 /// out[0] = min x[i], out[1] = max x[i], in one pass (tally::transform_reduce
-/// over (min, max) pairs): bincount's length and its check for negative
-/// values. x int32 or int64 with n >= 1; out two elements of x's dtype.
-void key_range(const place& where, const view& x, void* out, const char* function);
+/// over (min, max) pairs; a NaN wins both, as in reduce's min and max):
+/// bincount's length and negative check, histogram's automatic range.
+/// x float32, float64, int32 or int64 with n >= 1; out two elements of x's dtype.
+void extrema(const place& where, const view& x, void* out, const char* function);
 
 /// out[0] = Σ x[i]·y[i] (tally::dot); x, y and out share one float dtype.
 void dot(const place& where, const view& x, const view& y, void* out, bool compensated, bool checked);

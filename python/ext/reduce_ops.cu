@@ -2,8 +2,6 @@
 // package's dtypes.
 #include <cuda_runtime.h>
 
-#include <limits>
-
 #include "dispatch.cuh"
 
 namespace tally_py {
@@ -28,43 +26,44 @@ void reduce_typed(const place& where, const view& x, void* out, Op op, const tal
   });
 }
 
-/// The smallest and largest of some keys; its layout is two I's, as the
+/// The smallest and largest of some values; its layout is two T's, as the
 /// caller's two-element output holds them.
-template <class I>
-struct key_bounds {
-  I lo, hi;
+template <class T>
+struct bounds {
+  T lo, hi;
 };
 
-/// A key as the bounds of itself.
-struct key_as_bounds {
-  template <class I>
-  TALLY_HD_INLINE key_bounds<I> operator()(I key) const {
-    return {key, key};
+/// A value as the bounds of itself.
+struct value_as_bounds {
+  template <class T>
+  TALLY_HD_INLINE bounds<T> operator()(T value) const {
+    return {value, value};
   }
 };
 
-/// The bounds of two sets of keys: exactly associative and commutative.
+/// The bounds of two sets of values by tally::minimum and tally::maximum
+/// (a NaN wins, as in tally.reduce's min and max): associative and commutative.
 struct widen_bounds {
   template <class B>
   TALLY_HD_INLINE B operator()(const B& a, const B& b) const {
-    return {b.lo < a.lo ? b.lo : a.lo, a.hi < b.hi ? b.hi : a.hi};
+    return {tally::minimum{}(a.lo, b.lo), tally::maximum{}(a.hi, b.hi)};
   }
   template <class B>
   TALLY_HD_INLINE B identity() const {
-    using I = decltype(B::lo);
-    return {std::numeric_limits<I>::max(), std::numeric_limits<I>::lowest()};
+    using T = decltype(B::lo);
+    return {tally::minimum{}.identity<T>(), tally::maximum{}.identity<T>()};
   }
 };
 
 }  // namespace
 
-void key_range(const place& where, const view& x, void* out, const char* function) {
-  visit_integer(x.type, function, "x", [&](auto tag) {
-    using I = typename decltype(tag)::type;
-    static_assert(sizeof(key_bounds<I>) == 2 * sizeof(I), "key_bounds is two I's");
+void extrema(const place& where, const view& x, void* out, const char* function) {
+  visit_numeric(x.type, function, "x", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    static_assert(sizeof(bounds<T>) == 2 * sizeof(T), "bounds is two T's");
     on_backend(where, [&](const auto& backend) {
-      tally::transform_reduce(backend, static_cast<const I*>(x.data), x.n, static_cast<key_bounds<I>*>(out),
-                              key_as_bounds{}, widen_bounds{}, options_for(!where.gpu), function);
+      tally::transform_reduce(backend, static_cast<const T*>(x.data), x.n, static_cast<bounds<T>*>(out),
+                              value_as_bounds{}, widen_bounds{}, options_for(!where.gpu), function);
     });
   });
 }

@@ -110,7 +110,7 @@ def test_torch_bincount_and_scatter_add(bins):
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 @pytest.mark.parametrize("n", [1, 33, 1025, 2**20 + 7])
 def test_torch_bincount_length_and_minimum_from_one_pass(dtype, n):
-    # bincount's min and max in one pass on the device (_core.key_range): the
+    # bincount's min and max in one pass on the device (_core.extrema): the
     # extremes at random positions; the full range of the dtype against torch.
     g = torch.Generator(device="cuda").manual_seed(n)
     x = torch.randint(0, 50, (n,), device="cuda", generator=g, dtype=getattr(torch, dtype))
@@ -122,7 +122,7 @@ def test_torch_bincount_length_and_minimum_from_one_pass(dtype, n):
     info = torch.iinfo(getattr(torch, dtype))
     y = torch.randint(info.min, info.max, (n,), device="cuda", generator=g, dtype=getattr(torch, dtype))
     out = torch.full((2,), 7, device="cuda", dtype=y.dtype)
-    tally._core.key_range(y, out, torch.cuda.current_stream().cuda_stream, "bincount")
+    tally._core.extrema(y, out, torch.cuda.current_stream().cuda_stream, "bincount")
     assert out.tolist() == [int(y.min()), int(y.max())]
 
 

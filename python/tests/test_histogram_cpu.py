@@ -205,7 +205,7 @@ def test_bincount_deterministic_bits(rng):
 @pytest.mark.parametrize("n", [1, 2, 31, 32, 33, 1023, 1024, 1025, 65537])
 def test_bincount_length_and_minimum_from_one_pass(rng, dtype, n):
     # bincount's length (max + 1) and its negative-value check (min) come from
-    # one pass over x (_core.key_range): the extremes at random positions,
+    # one pass over x (_core.extrema): the extremes at random positions,
     # sizes across the tree's boundaries; the error names the true minimum.
     x = rng.integers(0, 50, n).astype(dtype)
     x[rng.integers(n)] = 77
@@ -217,8 +217,31 @@ def test_bincount_length_and_minimum_from_one_pass(rng, dtype, n):
     info = np.iinfo(dtype)
     y = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
     out = np.full(2, 7, dtype)
-    tally._core.key_range(y, out, 0, "bincount")
+    tally._core.extrema(y, out, 0, "bincount")
     np.testing.assert_array_equal(out, [y.min(), y.max()])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 33, 1025, 65537])
+def test_histogram_automatic_range_from_one_pass(rng, dtype, n):
+    # histogram's automatic range: min and max in one pass (_core.extrema),
+    # the extremes at random positions; NumPy's edges from them.
+    x = rng.uniform(-1, 1, n).astype(dtype)
+    x[rng.integers(n)] = dtype(-7.25)
+    x[rng.integers(n)] = dtype(9.5)
+    counts, edges = tally.histogram(x, bins=16)
+    want, want_edges = np.histogram(x.astype(np.float64), bins=16)
+    np.testing.assert_array_equal(edges, want_edges)
+    np.testing.assert_array_equal(counts, want)
+    # A NaN wins both ends (as in tally.reduce's min and max); infinities are extremes.
+    out = np.zeros(2, dtype)
+    y = x.copy()
+    y[rng.integers(n)] = -np.inf
+    tally._core.extrema(y, out, 0, "histogram")
+    assert out[0] == -np.inf and out[1] == y.max()
+    y[rng.integers(n)] = np.nan
+    tally._core.extrema(y, out, 0, "histogram")
+    assert np.isnan(out).all()
 
 
 def test_bincount_empty_and_errors():

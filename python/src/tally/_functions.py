@@ -145,12 +145,12 @@ def dot(x, y, *, compensated=False, stream=None, out=None):
 
 
 def _finite_range(function, a, obj, handle):
-    """(min, max) of x as Python floats, computed by tally (one wait)."""
-    lo = empty(a, (), a.dtype)
-    hi = empty(a, (), a.dtype)
-    _core.reduce(obj, lo, "min", False, handle, False, function)
-    _core.reduce(obj, hi, "max", False, handle, False, function)
-    return float(read_back(a, lo, handle)), float(read_back(a, hi, handle))
+    """(min, max) of x as Python floats, computed by tally in one pass (one
+    wait; NaN for both when x holds a NaN)."""
+    extremes = empty(a, (2,), a.dtype)
+    _core.extrema(obj, extremes, handle, function)
+    lo, hi = read_back(a, extremes, handle)
+    return float(lo), float(hi)
 
 
 def _fixed_point_bits(function, deterministic, bits):
@@ -333,7 +333,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     length = minlength
     if a.size > 0:
         extremes = empty(a, (2,), a.dtype)
-        _core.key_range(objects["x"], extremes, handle, "bincount")  # min and max in one pass
+        _core.extrema(objects["x"], extremes, handle, "bincount")  # min and max in one pass
         lo, hi = (int(v) for v in read_back(a, extremes, handle))
         if lo < 0:
             raise ValueError(f"tally.bincount: argument 'x' must be non-negative (its minimum is {lo})")
