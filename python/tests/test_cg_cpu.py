@@ -193,6 +193,14 @@ def test_wrong_arguments_name_themselves(rng):
         tally.cg(CSR(A.indptr, A.indices, A.data, A.shape, fmt="csc"), b)
     with pytest.raises(TypeError, match=r"tally.cg: argument 'A' must be a CSR matrix"):
         tally.cg(A.dense(), b)
+    try:
+        import scipy.sparse
+    except ImportError:
+        scipy = None
+    if scipy is not None:  # the other SciPy formats get the same hint as csc (coo has no indptr)
+        for fmt in ("coo", "dia", "lil"):
+            with pytest.raises(TypeError, match=rf"argument 'A' is a sparse matrix in format '{fmt}'.*A.tocsr\(\)"):
+                tally.cg(scipy.sparse.identity(20, format=fmt), b)
     for name, kwargs in (("rtol", {"rtol": -1.0}), ("atol", {"atol": float("nan")}), ("maxiter", {"maxiter": -1}),
                          ("maxiter", {"maxiter": 2.5}), ("true_residual_interval", {"true_residual_interval": -3})):
         with pytest.raises(ValueError, match=rf"tally.cg: argument '{name}'"):

@@ -110,6 +110,10 @@ def _csr_parts(A):
         if len(shape) != 2:
             raise ValueError(f"tally.cg: argument 'A' must be a matrix (got shape {shape})")
         return A.indptr, A.indices, A.data, int(shape[0]), int(shape[1])
+    fmt = getattr(A, "format", None)
+    if isinstance(fmt, str) and hasattr(A, "tocsr"):  # another SciPy/CuPy sparse format (coo, dia, lil, ...)
+        raise TypeError(f"tally.cg: argument 'A' is a sparse matrix in format {fmt!r}; tally takes CSR "
+                        "(convert with A.tocsr())")
     raise TypeError("tally.cg: argument 'A' must be a CSR matrix (scipy.sparse csr_matrix or csr_array, "
                     "cupyx.scipy.sparse.csr_matrix, a torch sparse CSR tensor, or any object with indptr, "
                     f"indices, data and shape), got {type(A).__name__}")
