@@ -101,7 +101,9 @@ def test_integer_samples_with_float32_weights_bin_as_numpy():
     # became 2^24 and left its bin; they are binned as float64 values, as in NumPy.
     x = np.array([2**24 + 1, 2**24 + 3, -(2**40) - 1], dtype=np.int64)
     w = np.array([1.0, 2.0, 4.0], np.float32)
-    for bins, range_ in ((1, (2**24 + 0.5, 2**24 + 1.5)), (2, (2**24 + 0.5, 2**24 + 3.5)), (1, (-(2**40) - 1.5, -(2**40) - 0.5))):
+    cases = ((1, (2**24 + 0.5, 2**24 + 1.5)), (2, (2**24 + 0.5, 2**24 + 3.5)),
+             (1, (-(2**40) - 1.5, -(2**40) - 0.5)))
+    for bins, range_ in cases:
         counts, edges = tally.histogram(x, bins=bins, range=range_, weights=w)
         want, want_edges = np.histogram(x, bins=bins, range=range_, weights=w)
         np.testing.assert_array_equal(counts, want.astype(np.float32))

@@ -147,7 +147,8 @@ def test_index_add_errors_name_the_argument():
         tally.index_add(np.zeros(10), index, src)
     with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(\); they must match out's rows, \(3,\)"):
         tally.index_add(out, index, np.ones(4))
-    with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(3, 2\); they must match out's rows, \(2, 3\)"):
+    with pytest.raises(ValueError, match=r"argument 'src' has rows of shape \(3, 2\); they must match out's rows, "
+                                         r"\(2, 3\)"):
         tally.index_add(np.zeros((10, 2, 3)), index, np.ones((4, 3, 2)))
     with pytest.raises(ValueError, match="argument 'out' has shape .* rows whose elements are not contiguous"):
         tally.index_add(np.zeros((10, 3, 2)).transpose(0, 2, 1), index, np.ones((4, 2, 3)))

@@ -7,8 +7,8 @@ import operator
 import numpy as np
 
 from . import _core
-from ._arrays import (NUMPY, _is_torch_subclass, as_dtype, classify, empty, export, from_host, order_after_producer, read_back,
-                      resolve_stream, to_host)
+from ._arrays import (NUMPY, _is_torch_subclass, as_dtype, classify, empty, export, from_host, order_after_producer,
+                      read_back, resolve_stream, to_host)
 
 _REDUCE_OPS = ("sum", "plus", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor")
 
