@@ -96,6 +96,23 @@ def test_weighted_histogram(rng, xtype, wtype):
         assert abs(float(counts[b]) - exact) <= bound, (b, float(counts[b]), exact, bound)
 
 
+@pytest.mark.parametrize("wtype", [None, np.float32, np.float64])
+def test_float16_samples_bin_as_their_exact_values(rng, wtype):
+    # float16 samples are binned as float32 (float64 with float64 weights),
+    # exactly: the counts are NumPy's for the same values in float64.
+    x = rng.uniform(-2, 2, 5000).astype(np.float16)
+    w = None if wtype is None else rng.uniform(0, 1, x.size).astype(wtype)
+    counts, edges = tally.histogram(x, bins=37, range=(-1.5, 1.75), weights=w)
+    want, want_edges = np.histogram(x.astype(np.float64), bins=37, range=(-1.5, 1.75),
+                                    weights=None if w is None else w.astype(np.float64))
+    np.testing.assert_array_equal(edges, want_edges)
+    if w is None:
+        np.testing.assert_array_equal(counts, want)
+    else:
+        assert counts.dtype == wtype
+        np.testing.assert_allclose(counts, want, rtol=1e-4 if wtype == np.float32 else 1e-12)
+
+
 def test_integer_samples_with_float32_weights_bin_as_numpy():
     # Integer samples were once converted to the weights' float32, so 2^24 + 1
     # became 2^24 and left its bin; they are binned as float64 values, as in NumPy.

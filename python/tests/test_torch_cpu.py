@@ -175,3 +175,10 @@ def test_index_add_of_nd_tensors_is_index_add_along_dim_0(rng):
         want = out.clone().index_add_(0, index, src)
         assert tally.index_add(out, index, src) is out
         torch.testing.assert_close(out, want, rtol=0, atol=1e-12)
+
+
+def test_histogram_of_bfloat16_samples_bins_their_exact_values(rng):
+    x = torch.from_numpy(rng.uniform(-2, 2, 3000)).to(torch.bfloat16)
+    counts, edges = tally.histogram(x, bins=23, range=(-1.0, 1.5))
+    want, _ = np.histogram(x.double().numpy(), bins=23, range=(-1.0, 1.5))
+    np.testing.assert_array_equal(counts.numpy(), want)

@@ -175,9 +175,10 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     Parameters
     ----------
     x : array
-        Samples (float32, float64; int32/int64 are converted to float64, a
-        copy), contiguous, any shape (flattened). NaN and samples outside the
-        bins are ignored.
+        Samples (float32, float64; int32/int64 are converted to float64 and
+        float16/bfloat16 to float32 (float64 with float64 weights), exact
+        copies), contiguous, any shape (flattened). NaN and samples outside
+        the bins are ignored.
     bins : int or sequence of edges
         An int: that many equal-width bins over `range`, with edges
         numpy.linspace(lo, hi, bins + 1) in float64. A sequence (or array) of
@@ -229,13 +230,15 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
             raise ValueError(f"tally.histogram: argument 'weights' has shape {infos['weights'].shape}; "
                              f"it must match x's {a.shape}")
     count_dtype = "int64" if weights is None else infos["weights"].dtype
-    if a.dtype in ("int32", "int64") or (a.dtype == "float32" and count_dtype == "float64"):
+    half = a.dtype in ("float16", "bfloat16")
+    if a.dtype in ("int32", "int64") or half or (a.dtype == "float32" and count_dtype == "float64"):
         # Integer samples are binned as float64 values (a converted copy: the
-        # core's histograms take float samples; NumPy converts them too), and
-        # so are float32 samples with float64 weights (the core pairs float32
-        # samples with float32 weights only). Both conversions are exact for
-        # what they bin (integers up to 2^53), so the bins are NumPy's.
-        x_float = as_dtype(a, "float64")
+        # core's histograms take float32/float64 samples; NumPy converts them
+        # too), and so are float32 samples with float64 weights (the core
+        # pairs float32 samples with float32 weights only); float16/bfloat16
+        # samples as float32 unless the weights are float64. Every conversion
+        # is exact for what it bins (integers up to 2^53), so are the bins.
+        x_float = as_dtype(a, "float32" if half and count_dtype != "float64" else "float64")
         a = classify(x_float, "x", "histogram")
         objects["x"] = export(a, handle, stream is not None)
     nbins = _bin_count(bins)
