@@ -13,6 +13,19 @@ from ._arrays import (NUMPY, _is_torch_subclass, as_dtype, classify, empty, expo
 _REDUCE_OPS = ("sum", "plus", "prod", "min", "max", "argmin", "argmax", "and", "or", "xor")
 
 
+def _flag(function, name, value):
+    """A boolean argument as a bool: True/False, NumPy's bools (np.bool_, a
+    0-d bool array) and the ints 0 and 1; TypeError naming it otherwise (the
+    core's bindings would refuse them with their own signature)."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, (np.bool_, np.ndarray)) and np.ndim(value) == 0 and np.asarray(value).dtype == bool:
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"tally.{function}: argument '{name}' must be a bool (got {type(value).__name__} {value!r})")
+
+
 def _prepare(function, stream, **arrays):
     """Classifies the named arrays (None passes through), resolves the stream
     from the first, and returns (infos, objects for the core, stream)."""
@@ -91,6 +104,8 @@ _REDUCE_OUT_DTYPES = {}  # (dtype, op, compensated) -> the result's dtype, as ca
 
 
 def _reduce(function, x, op, compensated, stream, out):
+    if compensated is not False and compensated is not True:  # two identity tests on the common path
+        compensated = _flag(function, "compensated", compensated)
     if stream is None:
         # A torch tensor (PyTorch 2.11 on): the core reads it, torch's current
         # stream and a new output through torch's DLPack exchange table, which
@@ -137,6 +152,7 @@ def dot(x, y, *, compensated=False, stream=None, out=None):
     Returns a 0-d array in x's library (NumPy scalar for NumPy). `stream`,
     `out`: as in tally.reduce. TypeError/ValueError name the bad argument.
     """
+    compensated = _flag("dot", "compensated", compensated)
     infos, objects, handle = _prepare("dot", stream, x=x, y=y)
     a = infos["x"]
     result = empty(a, (), a.dtype) if out is None else out
@@ -219,6 +235,8 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     numpy.histogram(x.astype(float64), ...) (NumPy itself rounds the edges to
     float32 there).
     """
+    deterministic = _flag("histogram", "deterministic", deterministic)
+    return_edges = _flag("histogram", "return_edges", return_edges)
     bits = _fixed_point_bits("histogram", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("histogram", stream, x=x, weights=weights)
     a = infos["x"]
@@ -325,6 +343,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
         raise TypeError("tally.bincount: argument 'minlength' must be an int")
     if minlength < 0:
         raise ValueError(f"tally.bincount: argument 'minlength' must be non-negative (got {minlength})")
+    deterministic = _flag("bincount", "deterministic", deterministic)
     bits = _fixed_point_bits("bincount", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("bincount", stream, x=x, weights=weights)
     a = infos["x"]
@@ -402,6 +421,8 @@ def scatter_add(out, index, src, *, deterministic=False, fixed_point_bits=None, 
 
 
 def _scatter(function, out, index, src, op, deterministic, fixed_point_bits, check_indices, stream):
+    deterministic = _flag(function, "deterministic", deterministic)
+    check_indices = _flag(function, "check_indices", check_indices)
     bits = _fixed_point_bits(function, deterministic, fixed_point_bits)
     infos, objects, handle = _prepare(function, stream, out=out, index=index, src=src)
     o = infos["out"]
@@ -477,6 +498,8 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
     if reduce not in _INDEX_ADD_OPS:
         raise ValueError(f"tally.index_add: argument 'reduce' is {reduce!r}; one of "
                          f"{', '.join(map(repr, _INDEX_ADD_OPS))}")
+    deterministic = _flag("index_add", "deterministic", deterministic)
+    check_indices = _flag("index_add", "check_indices", check_indices)
     bits = _fixed_point_bits("index_add", deterministic, fixed_point_bits)
     out_rows, src_rows = _as_rows(out, "out"), _as_rows(src, "src")
     if out_rows is not out or src_rows is not src:

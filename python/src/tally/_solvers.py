@@ -9,6 +9,7 @@ import sys
 
 from . import _core
 from ._arrays import classify, empty, export, order_after_producer, resolve_stream
+from ._functions import _flag
 
 class CGResult:
     """What tally.cg reports beside x.
@@ -178,6 +179,8 @@ def cg(A, b, x0=None, *, rtol=1e-6, atol=0.0, maxiter=1000, preconditioner="jaco
     the GPU the call waits for the stream: once after checking A's structure
     and once for the result.
     """
+    pipelined = _flag("cg", "pipelined", pipelined)
+    history = _flag("cg", "history", history)
     stencil = isinstance(A, Poisson)
     indptr, indices, data, rows, cols = (None, None, None, *A.shape) if stencil else _csr_parts(A)
     if preconditioner not in ("jacobi", None, "none"):
