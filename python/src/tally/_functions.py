@@ -19,7 +19,7 @@ def _flag(function, name, value):
     core's bindings would refuse them with their own signature)."""
     if value is True or value is False:
         return value
-    if isinstance(value, (np.bool_, np.ndarray)) and np.ndim(value) == 0 and np.asarray(value).dtype == bool:
+    if isinstance(value, np.bool_) or (isinstance(value, np.ndarray) and value.shape == () and value.dtype == bool):
         return bool(value)
     if isinstance(value, (int, np.integer)) and value in (0, 1):
         return bool(value)
@@ -160,13 +160,13 @@ def dot(x, y, *, compensated=False, stream=None, out=None):
     return out if out is not None else _scalar(result, a)
 
 
-def _finite_range(function, a, obj, handle):
-    """(min, max) of x as Python floats, computed by tally in one pass (one
-    wait; NaN for both when x holds a NaN)."""
+def _extrema(function, a, obj, handle):
+    """(min, max) of x (a.size >= 1) as values of its dtype on the host,
+    computed by tally in one pass (one wait; NaN for both when x holds a NaN)."""
     extremes = empty(a, (2,), a.dtype)
     _core.extrema(obj, extremes, handle, function)
     lo, hi = read_back(a, extremes, handle)
-    return float(lo), float(hi)
+    return lo, hi
 
 
 def _fixed_point_bits(function, deterministic, bits):
@@ -264,7 +264,7 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         if nbins < 1:
             raise ValueError(f"tally.histogram: argument 'bins' must be positive, when an integer (got {nbins})")
         if range is None:
-            lo, hi = (0.0, 1.0) if a.size == 0 else _finite_range("histogram", a, objects["x"], handle)
+            lo, hi = (0.0, 1.0) if a.size == 0 else map(float, _extrema("histogram", a, objects["x"], handle))
             if not (np.isfinite(lo) and np.isfinite(hi)):
                 raise ValueError(f"tally.histogram: argument 'x' gives the non-finite range [{lo}, {hi}]; "
                                  "pass range=")
@@ -354,9 +354,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
         raise TypeError(f"tally.bincount: argument 'weights' has dtype {w.dtype}; supported: float32, float64")
     length = minlength
     if a.size > 0:
-        extremes = empty(a, (2,), a.dtype)
-        _core.extrema(objects["x"], extremes, handle, "bincount")  # min and max in one pass
-        lo, hi = (int(v) for v in read_back(a, extremes, handle))
+        lo, hi = map(int, _extrema("bincount", a, objects["x"], handle))
         if lo < 0:
             raise ValueError(f"tally.bincount: argument 'x' must be non-negative (its minimum is {lo})")
         length = max(length, hi + 1)
