@@ -42,3 +42,17 @@ find_cuda() {
 
 # Parallel build jobs: one per core.
 build_jobs() { nproc 2>/dev/null || echo 2; }
+
+# scripts/gpu-ab builds branches' versions of files in a build directory and
+# lists those files in <build>/gpu-ab-swapped. The lent machine copies the
+# tree with the times the files have here, older than the objects built from
+# a branch, so a later build would keep those objects: this touches the
+# listed files (a rebuild of what depends on them) and drops the list.
+touch_swapped() {
+  local list="$1/gpu-ab-swapped" file
+  [ -f "$list" ] || return 0
+  while IFS= read -r file; do
+    [ -e "$file" ] && touch "$file"
+  done <"$list"
+  rm -f "$list"
+}

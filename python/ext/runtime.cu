@@ -3,6 +3,8 @@
 // and dtype names.
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include <tally/cuda/check.cuh>
 
 #include "ops.hpp"
@@ -22,6 +24,11 @@ const char* name_of(dtype t) {
 }
 
 bool gpu_available(std::string* why) {
+  // Asked by every call on CUDA arrays: a yes is kept (the device count is
+  // fixed when CUDA initialises; a device that breaks later fails the call's
+  // own CUDA calls), a no is asked again, for its reason.
+  static std::atomic<bool> usable{false};
+  if (usable.load(std::memory_order_relaxed)) return true;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
@@ -33,6 +40,7 @@ bool gpu_available(std::string* why) {
     *why = "no CUDA device present";
     return false;
   }
+  usable.store(true, std::memory_order_relaxed);
   return true;
 }
 
