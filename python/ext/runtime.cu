@@ -23,12 +23,18 @@ const char* name_of(dtype t) {
   return "?";
 }
 
+namespace {
+
+/// CUDA devices this process sees, once a call found one (the count is fixed
+/// when CUDA initialises); 0 until then.
+std::atomic<int> visible_devices{0};
+
+}  // namespace
+
 bool gpu_available(std::string* why) {
-  // Asked by every call on CUDA arrays: a yes is kept (the device count is
-  // fixed when CUDA initialises; a device that breaks later fails the call's
-  // own CUDA calls), a no is asked again, for its reason.
-  static std::atomic<bool> usable{false};
-  if (usable.load(std::memory_order_relaxed)) return true;
+  // Asked by every call on CUDA arrays: a yes is kept (a device that breaks
+  // later fails the call's own CUDA calls), a no is asked again, for its reason.
+  if (visible_devices.load(std::memory_order_relaxed) > 0) return true;
   int count = 0;
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
@@ -40,11 +46,14 @@ bool gpu_available(std::string* why) {
     *why = "no CUDA device present";
     return false;
   }
-  usable.store(true, std::memory_order_relaxed);
+  visible_devices.store(count, std::memory_order_relaxed);
   return true;
 }
 
 device_guard::device_guard(int device) {
+  // The only device of a one-device process is current on every thread:
+  // nothing to ask or set (a small call's path, see gpu_available).
+  if (device == 0 && visible_devices.load(std::memory_order_relaxed) == 1) return;
   int current = 0;
   TALLY_CUDA(cudaGetDevice(&current));
   if (current != device) {

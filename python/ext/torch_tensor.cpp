@@ -67,6 +67,18 @@ const names& name() {
   return n;
 }
 
+/// h.is_neg(), called without making a bound method (twice on a small
+/// call's path: its input and its output).
+bool negated(nb::handle h) {
+  PyObject* args[2] = {nullptr, h.ptr()};  // args[0]: the slot PY_VECTORCALL_ARGUMENTS_OFFSET lends the callee
+  nb::object result = nb::steal(
+      PyObject_VectorcallMethod(name().is_neg.ptr(), args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr));
+  if (!result.is_valid()) throw nb::python_error();
+  const int truth = PyObject_IsTrue(result.ptr());
+  if (truth < 0) throw nb::python_error();
+  return truth != 0;
+}
+
 /// h read through the attributes tensors have had since long before the
 /// exchange table (PyTorch before 2.11).
 std::optional<nb::ndarray<>> attribute_array(const torch_objects& torch, nb::handle h) {
@@ -128,7 +140,7 @@ std::optional<nb::ndarray<>> torch_tensor_array(nb::handle h, bool writable, con
   // A tensor that requires grad is read and written as it is: tally works
   // outside autograd (the Python layer detaches such arguments, as DLPack
   // export needs).
-  if (nb::cast<bool>(h.attr(n.is_neg)())) {
+  if (negated(h)) {
     // A lazily negated view (torch._neg_view): its memory holds -x. Neither
     // DLPack nor the exchange table says so, so read the negation
     // materialised, and refuse to write into it.
