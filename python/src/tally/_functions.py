@@ -165,8 +165,7 @@ def _extrema(function, a, obj, handle):
     computed by tally in one pass (one wait; NaN for both when x holds a NaN)."""
     extremes = empty(a, (2,), a.dtype)
     _core.extrema(obj, extremes, handle, function)
-    lo, hi = read_back(a, extremes, handle)
-    return lo, hi
+    return tuple(read_back(a, extremes, handle))
 
 
 def _fixed_point_bits(function, deterministic, bits):
