@@ -1,6 +1,7 @@
 // CG's determinism: the same bits on every run, at every CPU thread count,
 // in every GPU mode and grid, and between the CPU and the GPU; the host tree
 // the CPU CG uses equals tally::dot; capture into a caller's CUDA graph.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -69,49 +70,86 @@ TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
 
 // GPU-only behaviours: typed over gpu_only, so the names are "CgBitsGpu/gpu.*"
 // and a missing GPU fails them under TALLY_REQUIRE_GPU=1 (backends.hpp).
+// CgBitsGpu runs the modes without conditional graph nodes (persistent and
+// replayed), CgGraphGpu the graph mode's conditional while node: the same
+// kernels, but compute-sanitizer racecheck cannot run that node
+// (tests/repro/racecheck_conditional_while.cu), so scripts/gpu-check leaves
+// CgGraphGpu out of racecheck alone.
 template <class Side>
 class CgBitsGpu : public on_backend<Side> {
  protected:
   random_source rng;
 };
 TYPED_TEST_SUITE(CgBitsGpu, gpu_only, backend_names);
+template <class Side>
+class CgGraphGpu : public on_backend<Side> {
+ protected:
+  random_source rng;
+};
+TYPED_TEST_SUITE(CgGraphGpu, gpu_only, backend_names);
+
+/// True when every entry of v from `first` on is NaN (never written).
+bool unwritten_from(const std::vector<double>& v, std::size_t first) {
+  for (std::size_t k = first; k < v.size(); ++k)
+    if (!std::isnan(v[k])) return false;
+  return true;
+}
 
 template <class T>
 void expect_same_solve(const solve_output<T>& want, const solve_output<T>& got, const std::string& what) {
   EXPECT_EQ(got.result.status, want.result.status) << what;
   EXPECT_EQ(got.result.iterations, want.result.iterations) << what;
   EXPECT_TRUE(same_bits(got.x, want.x)) << what << ": iterates differ";
-  EXPECT_TRUE(same_bits(got.history, want.history)) << what << ": residual histories differ";
+  // The histories' lengths follow each solve's max_iterations: the written
+  // entries equal, the rest untouched.
+  const auto written = static_cast<std::size_t>(want.result.iterations + 1);
+  ASSERT_GE(got.history.size(), written) << what;
+  ASSERT_GE(want.history.size(), written) << what;
+  EXPECT_EQ(0, std::memcmp(got.history.data(), want.history.data(), written * sizeof(double)))
+      << what << ": residual histories differ";
+  EXPECT_TRUE(unwritten_from(got.history, written)) << what << ": history written past the last iteration";
   EXPECT_EQ(got.result.relative_residual, want.result.relative_residual) << what;
 }
 
-// CPU and GPU: the same iterates, counts and histories, in each GPU mode and
-// grid, f32 and f64, CSR and matrix-free, Jacobi and none, with periodic
+/// A GPU execution to compare with the CPU: mode, persistent grid, unroll.
+struct gpu_variant {
+  sv::cg_mode mode;
+  int grid, unroll;
+};
+
+/// The replayed mode's iteration limit in these tests: a few past the CPU's
+/// count, so that the last body is partly and the next wholly a no-op, and
+/// few bodies (each launches its kernels, slow under the sanitizers).
+std::int64_t replayed_limit(std::int64_t iterations) { return iterations + 5; }
+
+// CPU and GPU: the same iterates, counts and histories, in each GPU variant
+// given, f32 and f64, CSR and matrix-free, Jacobi and none, with periodic
 // true residuals (sizes that are not multiples of a block or a chunk).
-TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
-  SCOPED_TRACE(this->rng.trace());
+void expect_cpu_bits_in(random_source& rng, std::initializer_list<gpu_variant> variants) {
   auto run = [&](auto zero, std::int64_t g, int matrix_free, sv::cg_preconditioner pre, bool pipelined = false,
                  std::size_t x_offset = 0) {
     using T = decltype(zero);
     const auto a = matrix_free == 7 ? sv::poisson3d_7pt<T, std::int32_t>(g) : sv::poisson3d_27pt<T, std::int32_t>(g);
-    const auto b = random_rhs(a, this->rng);
+    const auto b = random_rhs(a, rng);
     const std::vector<T> x0(b.size(), T(0.25));
     sv::cg_options o;
     o.preconditioner = pre;
     o.true_residual_interval = 7;
     o.rtol = sizeof(T) == 4 ? 1e-6 : 1e-12;
     o.pipelined = pipelined;
+    // Under the sanitizers (10-100x slower), the large grids run a few
+    // iterations: the same kernels in the same launch shapes, compared with
+    // the CPU at the same limit.
+    const bool short_run = under_sanitizer() && g >= 64;
+    if (short_run) o.max_iterations = 4;
     const auto cpu = solve_on<cpu_side>(a, b, x0, o, matrix_free, g);
-    ASSERT_EQ(cpu.result.status, sv::cg_status::converged);
-    struct variant {
-      sv::cg_mode mode;
-      int grid, unroll;
-    };
-    for (const variant v : {variant{sv::cg_mode::persistent, 0, 1}, variant{sv::cg_mode::persistent, 3, 1},
-                            variant{sv::cg_mode::graph, 0, 1}, variant{sv::cg_mode::graph, 0, 4}}) {
+    ASSERT_EQ(cpu.result.status, short_run ? sv::cg_status::iteration_limit : sv::cg_status::converged);
+    for (const gpu_variant v : variants) {
       o.mode = v.mode;
       o.grid_blocks = v.grid;
       o.graph_unroll = v.unroll;
+      if (!short_run)
+        o.max_iterations = v.mode == sv::cg_mode::replayed ? replayed_limit(cpu.result.iterations) : 1000;
       const auto gpu = solve_on<gpu_side>(a, b, x0, o, matrix_free, g, tally::cpu, x_offset);
       EXPECT_EQ(gpu.result.mode, v.mode);
       expect_same_solve(cpu, gpu,
@@ -137,6 +175,39 @@ TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
   run(float{}, 84, 27, sv::cg_preconditioner::jacobi);
   run(float{}, 83, 27, sv::cg_preconditioner::jacobi, false, 1);
   run(double{}, 65, 0, sv::cg_preconditioner::none);
+}
+
+TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_cpu_bits_in(this->rng, {gpu_variant{sv::cg_mode::persistent, 0, 1}, gpu_variant{sv::cg_mode::persistent, 3, 1},
+                                 gpu_variant{sv::cg_mode::replayed, 0, 1}, gpu_variant{sv::cg_mode::replayed, 0, 4}});
+}
+
+TYPED_TEST(CgGraphGpu, CpuAndGpuAgreeBitForBitInTheGraphMode) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_cpu_bits_in(this->rng, {gpu_variant{sv::cg_mode::graph, 0, 1}, gpu_variant{sv::cg_mode::graph, 0, 4}});
+}
+
+// The replayed mode stops at its iteration limit with the CPU's bits, the
+// limit a multiple of the unroll or not, 0 included (one body, all no-ops).
+TYPED_TEST(CgBitsGpu, ReplayedModeStopsAtItsIterationLimit) {
+  SCOPED_TRACE(this->rng.trace());
+  const auto a = sv::poisson3d_27pt<double, std::int32_t>(8);
+  const auto b = random_rhs(a, this->rng);
+  const std::vector<double> x0(b.size(), 0.0);
+  for (const int unroll : {1, 3})
+    for (const std::int64_t limit : {0, 1, 5, 6}) {
+      sv::cg_options o;
+      o.max_iterations = limit;
+      o.rtol = 1e-14;
+      const auto cpu = solve_on<cpu_side>(a, b, x0, o);
+      ASSERT_EQ(cpu.result.status, sv::cg_status::iteration_limit);
+      o.mode = sv::cg_mode::replayed;
+      o.graph_unroll = unroll;
+      const auto gpu = solve_on<gpu_side>(a, b, x0, o);
+      EXPECT_EQ(gpu.result.mode, sv::cg_mode::replayed);
+      expect_same_solve(cpu, gpu, "limit " + std::to_string(limit) + " unroll " + std::to_string(unroll));
+    }
 }
 
 // A symmetric, diagonally dominant CSR matrix whose rows hold their entries
@@ -172,26 +243,36 @@ sv::host_csr<float, std::int32_t> shuffled_hub_matrix(std::int64_t n, random_sou
 }
 
 // Staged and unstaged CSR rows, in stored (not column) order, give the CPU's
-// bits in both modes.
-TYPED_TEST(CgBitsGpu, StagedAndUnstagedCsrRowsGiveTheCpusBits) {
-  SCOPED_TRACE(this->rng.trace());
-  const auto a = shuffled_hub_matrix(3001, this->rng);
+// bits in each of the modes given.
+void expect_staging_bits_in(random_source& rng, std::initializer_list<sv::cg_mode> modes) {
+  const auto a = shuffled_hub_matrix(3001, rng);
   ASSERT_GT(a.offsets[64] - a.offsets[32], 1024);  // the hubs' warp cannot stage
-  const auto b = random_rhs(a, this->rng);
+  const auto b = random_rhs(a, rng);
   const std::vector<float> x0(b.size(), 0.0f);
   sv::cg_options o;
   o.true_residual_interval = 5;
   const auto cpu = solve_on<cpu_side>(a, b, x0, o);
   ASSERT_EQ(cpu.result.status, sv::cg_status::converged);
-  for (const auto mode : {sv::cg_mode::persistent, sv::cg_mode::graph}) {
+  for (const auto mode : modes) {
     o.mode = mode;
+    o.max_iterations = mode == sv::cg_mode::replayed ? replayed_limit(cpu.result.iterations) : 1000;
     expect_same_solve(cpu, solve_on<gpu_side>(a, b, x0, o), sv::mode_name(mode));
   }
 }
 
+TYPED_TEST(CgBitsGpu, StagedAndUnstagedCsrRowsGiveTheCpusBits) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_staging_bits_in(this->rng, {sv::cg_mode::persistent, sv::cg_mode::replayed});
+}
+
+TYPED_TEST(CgGraphGpu, StagedAndUnstagedCsrRowsGiveTheCpusBits) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_staging_bits_in(this->rng, {sv::cg_mode::graph});
+}
+
 // A persistent grid that cannot be co-resident falls back to the graph mode,
 // says so, and still gives the CPU's bits.
-TYPED_TEST(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
+TYPED_TEST(CgGraphGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
   SCOPED_TRACE(this->rng.trace());
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(9);
   const auto b = random_rhs(a, this->rng);
@@ -205,12 +286,12 @@ TYPED_TEST(CgBitsGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
   expect_same_solve(solve_on<cpu_side>(a, b, x0, {}), gpu, "fallback");
 }
 
-// The whole solve captured into the caller's graph and replayed: each replay
-// gives the direct solve's bits (x reset before each).
-TYPED_TEST(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
-  SCOPED_TRACE(this->rng.trace());
+// The whole solve captured into the caller's graph and replayed, in each of
+// the modes given: each replay gives the direct solve's bits (x reset before
+// each).
+void expect_capture_replays_in(random_source& rng, std::initializer_list<sv::cg_mode> modes) {
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(10);
-  const auto b = random_rhs(a, this->rng);
+  const auto b = random_rhs(a, rng);
   const std::int64_t n = a.rows;
   const sv::device_csr<float, std::int32_t> A(a);
   buffer<float> db(true, n), dx(true, n), dx0(true, n);
@@ -221,9 +302,10 @@ TYPED_TEST(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
   TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   workspace ws;
   const auto gpu = tally::gpu.on(stream).with(ws);
-  for (const auto mode : {sv::cg_mode::persistent, sv::cg_mode::graph}) {
+  for (const auto mode : modes) {
     sv::cg_options o;
     o.mode = mode;
+    if (mode == sv::cg_mode::replayed) o.max_iterations = 40;  // converges in fewer
     dx.write(std::vector<float>(n, 0.0f));
     const auto direct = sv::cg(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o);  // also sizes ws
     ASSERT_EQ(direct.status, sv::cg_status::converged);
@@ -252,6 +334,16 @@ TYPED_TEST(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
     TALLY_CUDA(cudaGraphDestroy(graph));
   }
   TALLY_CUDA(cudaStreamDestroy(stream));
+}
+
+TYPED_TEST(CgBitsGpu, SolveCapturesIntoTheCallersGraph) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_capture_replays_in(this->rng, {sv::cg_mode::persistent, sv::cg_mode::replayed});
+}
+
+TYPED_TEST(CgGraphGpu, SolveCapturesIntoTheCallersGraph) {
+  SCOPED_TRACE(this->rng.trace());
+  expect_capture_replays_in(this->rng, {sv::cg_mode::graph});
 }
 
 }  // namespace

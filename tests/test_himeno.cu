@@ -455,7 +455,9 @@ TYPED_TEST(himeno_gpu, StraightforwardPortAgreesWithReference) {
   }
 }
 
-TYPED_TEST(himeno_gpu, ConvergesOnTheDevice) {
+// Device-side convergence through `loop`: stops after the first sweep whose
+// gosa is below the tolerance, or at the limit, with the CPU tree's bits.
+void expect_device_convergence(converge_loop loop) {
   const host_fields start = make_host_fields(size_by_name("XS"));
   gpu_problem problem(start.size);
   for (sweep_variant variant : kSweepVariants) {
@@ -479,7 +481,7 @@ TYPED_TEST(himeno_gpu, ConvergesOnTheDevice) {
     int expected = 0;
     while (!(gosa[expected] < tolerance)) ++expected;
     problem.reset();
-    const convergence c = problem.converge(tolerance, 100, shape);
+    const convergence c = problem.converge(tolerance, 100, shape, loop);
     EXPECT_TRUE(c.converged);
     EXPECT_EQ(c.sweeps, expected + 1);
     EXPECT_TRUE(same_bits(c.gosa, gosa[expected]));
@@ -488,7 +490,7 @@ TYPED_TEST(himeno_gpu, ConvergesOnTheDevice) {
   }
   for (int max_sweeps : {1, 3, 4}) {  // tolerance 0: never below, stops at the limit (odd and even)
     problem.reset();
-    const convergence c = problem.converge(0.0f, max_sweeps, shape);
+    const convergence c = problem.converge(0.0f, max_sweeps, shape, loop);
     EXPECT_FALSE(c.converged);
     EXPECT_EQ(c.sweeps, max_sweeps);
     EXPECT_TRUE(same_bits(c.gosa, gosa[max_sweeps - 1]));
@@ -496,6 +498,12 @@ TYPED_TEST(himeno_gpu, ConvergesOnTheDevice) {
   }
   }
 }
+
+// The conditional while node (left out of racecheck: scripts/gpu-check).
+TYPED_TEST(himeno_gpu, ConvergesOnTheDevice) { expect_device_convergence(converge_loop::conditional); }
+
+// The same kernels chained in a plain graph: what racecheck can run.
+TYPED_TEST(himeno_gpu, ConvergesInReplayedSweeps) { expect_device_convergence(converge_loop::replayed); }
 
 TYPED_TEST(himeno_gpu, BadArgumentsAreErrorsBeforeAllocation) {
   std::size_t free_before = 0, free_after = 0, total = 0;
@@ -508,6 +516,9 @@ TYPED_TEST(himeno_gpu, BadArgumentsAreErrorsBeforeAllocation) {
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 0); }, {"himeno", "sweeps"});
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::host_serial, 1); }, {"himeno", "host patterns"});
   tally::testing::expect_invalid([&] { problem.converge(1e-3f, 0); }, {"himeno", "max_sweeps"});
+  tally::testing::expect_invalid(
+      [&] { problem.converge(1e-3f, kMaxReplayedSweeps + 1, {}, converge_loop::replayed); },
+      {"himeno", "max_sweeps", "replayed"});
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 1, {0, true, sweep_variant::rows2, 3}); },
                                  {"himeno", "planes_per_unit", "power of two"});
   tally::testing::expect_invalid([&] { problem.run(gpu_pattern::deterministic, 1, {0, true, sweep_variant::rows1, 64}); },

@@ -403,8 +403,11 @@ std::vector<float> gpu_problem::read_p() {
   return p;
 }
 
-convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape shape) {
+convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape shape, converge_loop loop) {
   if (max_sweeps < 1) detail::throw_invalid_argument("himeno", "max_sweeps", "must be at least 1");
+  if (loop == converge_loop::replayed && max_sweeps > kMaxReplayedSweeps)
+    detail::throw_invalid_argument("himeno", "max_sweeps",
+                                   "must be at most " + std::to_string(kMaxReplayedSweeps) + " in the replayed loop");
   check_shape(shape);
   shape.variant = resolved(shape.variant);
   cudaGraph_t graph = nullptr;
@@ -412,39 +415,44 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
   convergence result;
   try {
     TALLY_CUDA(cudaGraphCreate(&graph, 0));
-    cudaGraphConditionalHandle loop = 0;
-    TALLY_CUDA(cudaGraphConditionalHandleCreate(&loop, graph, 1, cudaGraphCondAssignDefault));
-    cudaGraphNodeParams while_node{};
-    while_node.type = cudaGraphNodeTypeConditional;
-    while_node.conditional.handle = loop;
-    while_node.conditional.type = cudaGraphCondTypeWhile;
-    while_node.conditional.size = 1;
-    cudaGraphNode_t node = nullptr;
-    TALLY_CUDA(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &while_node));
-    cudaGraph_t body = while_node.conditional.phGraph_out[0];
-
-    // The body: two sweeps (p -> wrk2 into slot 0, wrk2 -> p into slot 1),
-    // so each iteration leaves p where it started; a sweep after the stop
-    // is a no-op that ends the loop.
     const unsigned blocks = static_cast<unsigned>(blocks_of(gpu_pattern::deterministic, shape));
     kernels::sweep_params prm = params(shape.variant, static_cast<int>(blocks), shape.planes_per_unit);
     prm.converge = 1;
     prm.tolerance = tolerance;
     prm.max_sweeps = static_cast<unsigned>(max_sweeps);
-    prm.loop = loop;
+    // The sweeps' graph: a conditional while node whose body is two sweeps,
+    // or max_sweeps sweeps chained in the graph itself.
+    cudaGraph_t sweeps_graph = graph;
+    int chained = max_sweeps;
+    if (loop == converge_loop::conditional) {
+      TALLY_CUDA(cudaGraphConditionalHandleCreate(&prm.loop, graph, 1, cudaGraphCondAssignDefault));
+      cudaGraphNodeParams while_node{};
+      while_node.type = cudaGraphNodeTypeConditional;
+      while_node.conditional.handle = prm.loop;
+      while_node.conditional.type = cudaGraphCondTypeWhile;
+      while_node.conditional.size = 1;
+      cudaGraphNode_t node = nullptr;
+      TALLY_CUDA(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &while_node));
+      sweeps_graph = while_node.conditional.phGraph_out[0];
+      chained = 2;
+    }
+    // Sweep s reads p (s even) or wrk2 and writes the other, gosa into slot
+    // s % 2, so each pair leaves p where it started; a sweep after the stop
+    // is a no-op (and ends the while loop).
     const float* in[2] = {current(), other()};
     float* out[2] = {other(), current()};
-    int slot[2] = {0, 1}, zero_slot[2] = {2, 2};
-    cudaGraphNode_t sweep_nodes[2] = {};
-    for (int s = 0; s < 2; ++s) {
-      void* args[] = {&prm, &in[s], &out[s], &slot[s], &zero_slot[s]};
+    int slot[2] = {0, 1}, zero_slot = 2;
+    cudaGraphNode_t previous = nullptr;
+    for (int s = 0; s < chained; ++s) {
+      void* args[] = {&prm, &in[s % 2], &out[s % 2], &slot[s % 2], &zero_slot};
       cudaKernelNodeParams kp{};
       kp.func = const_cast<void*>(kernel_of(gpu_pattern::deterministic, shape.variant));
       kp.gridDim = dim3(blocks);
       kp.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
       kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant));
       kp.kernelParams = args;
-      TALLY_CUDA(cudaGraphAddKernelNode(&sweep_nodes[s], body, s == 0 ? nullptr : &sweep_nodes[0], s == 0 ? 0 : 1, &kp));
+      const cudaGraphNode_t after = previous;
+      TALLY_CUDA(cudaGraphAddKernelNode(&previous, sweeps_graph, s == 0 ? nullptr : &after, s == 0 ? 0 : 1, &kp));
     }
     TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
     TALLY_CUDA(cudaMemsetAsync(state_, 0, sizeof(sweep_state), stream_));

@@ -89,6 +89,18 @@ struct launch_shape {
 /// buffer of patterns 3 and 4 when host_patterns).
 std::int64_t device_bytes_needed(const grid_size& g, bool host_patterns);
 
+/// How converge() repeats the sweeps on the device.
+enum class converge_loop {
+  conditional,  ///< a conditional while node around two sweeps
+  /// max_sweeps sweeps chained in a plain graph, each a no-op once the test
+  /// has stopped (for tools that cannot follow conditional nodes, such as
+  /// compute-sanitizer racecheck); at most kMaxReplayedSweeps
+  replayed,
+};
+
+/// Most sweeps converge_loop::replayed chains into one graph.
+inline constexpr int kMaxReplayedSweeps = 4096;
+
 /// What converge() ran.
 struct convergence {
   int sweeps = 0;
@@ -132,8 +144,11 @@ class gpu_problem {
 
   /// Sweeps until gosa < tolerance or max_sweeps sweeps ran, testing on the
   /// device after every sweep (deterministic gosa): one CUDA graph whose
-  /// while-loop node repeats two sweeps; the host waits once.
-  convergence converge(float tolerance, int max_sweeps, launch_shape shape = {});
+  /// while-loop node repeats two sweeps (or, replayed, max_sweeps sweeps in
+  /// a chain); the host waits once. Pre: max_sweeps >= 1 (replayed: at most
+  /// kMaxReplayedSweeps), else tally::invalid_argument.
+  convergence converge(float tolerance, int max_sweeps, launch_shape shape = {},
+                       converge_loop loop = converge_loop::conditional);
 
   /// p as it is now, [i][j][k] (waits for the stream).
   std::vector<float> read_p();

@@ -213,6 +213,7 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
     for (const variant v : {variant{"persistent", solvers::cg_mode::persistent, 1, false},
                             variant{"graph", solvers::cg_mode::graph, 1, false},
                             variant{"graph-unroll8", solvers::cg_mode::graph, 8, false},
+                            variant{"replayed8", solvers::cg_mode::replayed, 8, false},
                             variant{"pipelined", solvers::cg_mode::automatic, 1, true}}) {
       solvers::cg_options o;
       o.rtol = s.rtol;
@@ -237,6 +238,9 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
           note += (note.empty() ? "" : "; ") + std::string(solvers::describe(static_cast<solvers::cg_status>(r.status)));
         if (v.pipelined) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
         else if (ran != v.mode) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
+        if (ran == solvers::cg_mode::replayed)  // its cost grows with the limit, not with the iterations run
+          note += (note.empty() ? "" : "; ") + std::to_string(solvers::detail::replays_of(o)) + " bodies of " +
+                  std::to_string(v.unroll) + " iterations for --max-iters " + std::to_string(o.max_iterations);
         add(impl, !free, timed, read_x(), true, true, note);
       } catch (const std::exception& e) {
         std::cerr << "  tally-" << v.name << (free ? "-mf" : "") << ": " << e.what() << "\n";
@@ -325,7 +329,7 @@ void add_bench_cg(CLI::App& bench) {
   CLI::App* cmd = bench.add_subcommand(
       "cg",
       "Seed 004's CG ladder (cuSPARSE + cuBLAS, then fused kernels), Eigen's ConjugateGradient on all host threads, "
-      "and tally's CG (CPU; GPU persistent, graph, graph-unroll8 and pipelined, CSR and matrix-free) on 27-point Poisson "
+      "and tally's CG (CPU; GPU persistent, graph, graph-unroll8, replayed8 and pipelined, CSR and matrix-free) on 27-point Poisson "
       "problems, Jacobi, each solution verified on the host");
   cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows), e.g. 31,64")->delimiter(',')->capture_default_str();
   cmd->add_option("--f64-grids", s->f64_grids, "grids also run in f64 (a grid not in --grids: none)")

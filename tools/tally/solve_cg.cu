@@ -28,7 +28,7 @@ struct solve_cg_settings {
   std::string precision = "f32", precond = "jacobi", mode = "auto";
   double rtol = 1e-6;
   std::int64_t max_iters = 10000;
-  int grid_blocks = 0;
+  int grid_blocks = 0, graph_unroll = 1;
   bool matrix_free = false, cpu = false;
 };
 
@@ -87,8 +87,10 @@ int run_solve(const solve_cg_settings& s) {
   o.preconditioner = s.precond == "none" ? solvers::cg_preconditioner::none : solvers::cg_preconditioner::jacobi;
   o.mode = s.mode == "persistent" ? solvers::cg_mode::persistent
            : s.mode == "graph"    ? solvers::cg_mode::graph
+           : s.mode == "replayed" ? solvers::cg_mode::replayed
                                   : solvers::cg_mode::automatic;
   o.pipelined = s.mode == "pipelined";
+  o.graph_unroll = s.graph_unroll;
   o.grid_blocks = s.grid_blocks;
   const std::int64_t g = s.poisson27 > 0 ? s.poisson27 : s.poisson7;
   const int points = s.poisson27 > 0 ? 27 : 7;
@@ -175,13 +177,19 @@ void add_solve_cg(CLI::App& solve) {
       ->capture_default_str();
   cmd->add_option("--max-iters", s->max_iters, "iteration limit")->check(finite_number(false))->capture_default_str();
   cmd->add_option("--mode", s->mode, "GPU execution: auto, persistent (one cooperative kernel), graph (CUDA graph "
-                                     "with a device-side loop) or pipelined")
-      ->check(CLI::IsMember({"auto", "persistent", "graph", "pipelined"}))
+                                     "with a device-side loop), replayed (the graph's body chained max-iters times, "
+                                     "no conditional node) or pipelined")
+      ->check(CLI::IsMember({"auto", "persistent", "graph", "replayed", "pipelined"}))
       ->capture_default_str();
   cmd->add_option("--grid-blocks", s->grid_blocks,
                   "GPU persistent mode: blocks of the cooperative kernel (0: as many as fit; more than fit "
                   "falls back to the graph mode, saying so)")
       ->check(finite_number(false))
+      ->capture_default_str();
+  cmd->add_option("--graph-unroll", s->graph_unroll,
+                  "GPU graph and replayed modes: iterations a body (1..64); the replayed mode chains "
+                  "max-iters / graph-unroll bodies, at most 4096")
+      ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_flag("--matrix-free", s->matrix_free, "apply the Poisson stencil instead of a matrix (with --poisson27/7)");
   cmd->add_flag("--cpu", s->cpu, "run the CPU backend (OpenMP) instead of the GPU");

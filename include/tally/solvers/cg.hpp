@@ -52,7 +52,17 @@ enum class cg_mode {
   automatic,   ///< persistent up to 2^22 rows (2^19 for pipelined CG; measured faster there on the H100), graph above
   persistent,  ///< one cooperative kernel, grid-wide barriers; falls back to graph if the grid cannot be co-resident
   graph,       ///< a CUDA graph of fused kernels looping on the device (conditional while node)
+  /// The same kernels in a CUDA graph without a conditional node: the body of
+  /// graph_unroll iterations replayed ceil(max_iterations / graph_unroll)
+  /// times, each replay a no-op once the solve has finished (so its cost
+  /// grows with max_iterations, not with the iterations run). Never chosen
+  /// by `automatic`; for comparison with `graph`, and for tools that cannot
+  /// follow conditional nodes (compute-sanitizer racecheck, Nsight Compute).
+  replayed,
 };
+
+/// Most body replays the replayed mode builds into one graph.
+inline constexpr std::int64_t kMaxGraphReplays = 4096;
 
 enum class cg_status : int {
   running = 0,          ///< internal: not finished
@@ -86,8 +96,9 @@ struct cg_options {
   /// GPU: blocks of the persistent kernel (0: as many as fit); more than fit
   /// makes it fall back to the graph mode (tests use this).
   int grid_blocks = 0;
-  /// GPU graph mode: iterations per body of the device-side while loop (each
-  /// becomes a no-op once the solve has finished).
+  /// GPU graph and replayed modes: iterations per body of the device-side
+  /// while loop, or per replayed body (each becomes a no-op once the solve has
+  /// finished).
   int graph_unroll = 1;
 };
 
@@ -118,12 +129,13 @@ inline const char* describe(cg_status status) {
 }
 
 /// The mode's name as `tally solve cg --mode` takes it ("auto", "persistent",
-/// "graph"). Post: never null.
+/// "graph", "replayed"). Post: never null.
 inline const char* mode_name(cg_mode m) {
   switch (m) {
     case cg_mode::automatic: return "auto";
     case cg_mode::persistent: return "persistent";
     case cg_mode::graph: return "graph";
+    case cg_mode::replayed: return "replayed";
   }
   return "?";
 }

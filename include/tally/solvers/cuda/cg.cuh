@@ -1,5 +1,6 @@
 // The GPU backend of cg(): scratch, the choice between the persistent and the
 // graph mode, and the device-side loop (a conditional while node, CUDA 12.4+,
+// or, in the replayed mode, the body chained max_iterations / unroll times;
 // built with the graph API rather than by stream capture, so that it runs on
 // any stream, the legacy default stream included).
 // No host synchronisation inside the solve: cg_async() only enqueues (it can
@@ -214,44 +215,24 @@ cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* depend
   return node;
 }
 
-/// Adds the graph mode to `graph` after the `count` nodes at `dependencies`,
-/// with the graph API (no stream capture, so it works for any stream of the
-/// caller, the legacy default stream included): the set-up kernel, a
-/// conditional while node whose body runs `graph_unroll` iterations' kernels
-/// (the last one sets the loop's condition), the final true residual and the
-/// result. Returns the last node.
+/// Adds one body of `o.graph_unroll` iterations' kernels to the empty graph
+/// `body`, in a chain; the last kernel sets `handle` (the while node's
+/// condition) when `sets_handle`. Each kernel does nothing once the solve has
+/// finished.
 template <class T, class Op>
-cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* dependencies, std::size_t count, const Op& A,
-                               const cg_options& o, const gpu_cg_layout<T>& l, cg_device_result* result) {
+void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
+                    cudaGraphConditionalHandle handle, bool sets_handle) {
   const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
   const cudaGraphConditionalHandle none{};
   const std::size_t shared = kStagingBytes<Op>;
-  const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
-                                                shared, A, l.vectors, cg_control<T>::make(o), l.scratch);
-
-  // Default 1, assigned at every launch of the graph: the loop is entered
-  // (the body's kernels do nothing when the set-up already ended the solve)
-  // and every replay of a caller's graph starts it afresh.
-  cudaGraphConditionalHandle handle;
-  TALLY_CUDA(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
-  cudaGraphNodeParams params{};
-  params.type = cudaGraphNodeTypeConditional;
-  params.conditional.handle = handle;
-  params.conditional.type = cudaGraphCondTypeWhile;
-  params.conditional.size = 1;
-  cudaGraphNode_t loop;
-  TALLY_CUDA(cudaGraphAddNode(&loop, graph, &setup, nullptr, 1, &params));
-  const cudaGraph_t body = params.conditional.phGraph_out[0];
-
-  // The body: one iteration's kernels, `graph_unroll` times, in a chain.
   cudaGraphNode_t previous{};
   std::size_t previous_count = 0;
   // Kernels that do not stage A's rows (update, vectors, the pipelined
   // restart, which runs rarely and reads A as it is) need no staging memory.
-  auto phase = [&](auto kernel, bool reads_matrix, bool sets_handle) {
+  auto phase = [&](auto kernel, bool reads_matrix, bool last) {
+    const bool sets = sets_handle && last;
     previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid,
-                               reads_matrix ? shared : 0, A, l.vectors, l.scratch, sets_handle ? handle : none,
-                               sets_handle);
+                               reads_matrix ? shared : 0, A, l.vectors, l.scratch, sets ? handle : none, sets);
     previous_count = 1;
   };
   for (int u = 0; u < o.graph_unroll; ++u) {
@@ -265,7 +246,60 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
     }
     phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, true, u + 1 == o.graph_unroll);
   }
+}
 
+/// Bodies the replayed mode chains: enough for max_iterations (at least one,
+/// as the while loop enters its body at least once).
+inline std::int64_t replays_of(const cg_options& o) {
+  return std::max<std::int64_t>(1, (o.max_iterations + o.graph_unroll - 1) / o.graph_unroll);
+}
+
+/// Adds the graph mode (`looped` = graph: a conditional while node around the
+/// body) or the replayed mode (`looped` = replayed: replays_of(o) copies of
+/// the body as child graphs in a chain) to `graph` after the `count` nodes at
+/// `dependencies`, with the graph API (no stream capture, so it works for any
+/// stream of the caller, the legacy default stream included): the set-up
+/// kernel, the loop, the final true residual and the result. Returns the last
+/// node.
+template <class T, class Op>
+cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* dependencies, std::size_t count, const Op& A,
+                               const cg_options& o, const gpu_cg_layout<T>& l, cg_device_result* result,
+                               cg_mode looped) {
+  const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
+  const cudaGraphConditionalHandle none{};
+  const std::size_t shared = kStagingBytes<Op>;
+  const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
+                                                shared, A, l.vectors, cg_control<T>::make(o), l.scratch);
+  cudaGraphNode_t loop{};
+  if (looped == cg_mode::graph) {
+    // Default 1, assigned at every launch of the graph: the loop is entered
+    // (the body's kernels do nothing when the set-up already ended the solve)
+    // and every replay of a caller's graph starts it afresh.
+    cudaGraphConditionalHandle handle;
+    TALLY_CUDA(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = handle;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    TALLY_CUDA(cudaGraphAddNode(&loop, graph, &setup, nullptr, 1, &params));
+    add_iterations(params.conditional.phGraph_out[0], A, o, l, handle, true);
+  } else {
+    cudaGraph_t body = nullptr;
+    TALLY_CUDA(cudaGraphCreate(&body, 0));
+    try {
+      add_iterations(body, A, o, l, none, false);
+      loop = setup;
+      for (std::int64_t r = replays_of(o); r > 0; --r) {
+        const cudaGraphNode_t after = loop;
+        TALLY_CUDA(cudaGraphAddChildGraphNode(&loop, graph, &after, 1, body));  // copies the body
+      }
+    } catch (...) {
+      cudaGraphDestroy(body);
+      throw;
+    }
+    TALLY_CUDA(cudaGraphDestroy(body));
+  }
   const cudaGraphNode_t final_residual =
       add_kernel_node(graph, &loop, 1, kernels::cg_phase_kernel<cg_phase::true_residual, true, T, Op>, grid, shared, A,
                       l.vectors, l.scratch, none, false);
@@ -273,14 +307,14 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
                          result);
 }
 
-/// The graph mode on any stream. When `stream` is being captured, its nodes
-/// join the caller's graph (after the capture's current dependencies, which
-/// then become the last node); else a graph is built, instantiated and
-/// launched on `stream` (legal on the legacy default stream too), and the
-/// executable graph is released once it has run.
+/// The graph or the replayed mode (`looped`) on any stream. When `stream` is
+/// being captured, its nodes join the caller's graph (after the capture's
+/// current dependencies, which then become the last node); else a graph is
+/// built, instantiated and launched on `stream` (legal on the legacy default
+/// stream too), and the executable graph is released once it has run.
 template <class T, class Op>
 void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
-                    cg_device_result* result) {
+                    cg_device_result* result, cg_mode looped) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   TALLY_CUDA(cudaStreamIsCapturing(stream, &status));
   if (status == cudaStreamCaptureStatusActive) {
@@ -289,7 +323,7 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
     std::size_t count = 0;
     TALLY_CUDA(cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph, &dependencies, nullptr, &count));
     const std::vector<cudaGraphNode_t> after(dependencies, dependencies + count);  // valid until the next stream call
-    cudaGraphNode_t last = add_graph_mode(graph, after.data(), after.size(), A, o, l, result);
+    cudaGraphNode_t last = add_graph_mode(graph, after.data(), after.size(), A, o, l, result, looped);
     TALLY_CUDA(cudaStreamUpdateCaptureDependencies(stream, &last, nullptr, 1, cudaStreamSetCaptureDependencies));
     return;
   }
@@ -300,7 +334,7 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
   TALLY_CUDA(cudaGraphCreate(&graph, 0));
   cudaGraphExec_t exec = nullptr;
   try {
-    add_graph_mode(graph, nullptr, 0, A, o, l, result);
+    add_graph_mode(graph, nullptr, 0, A, o, l, result, looped);
     TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
   } catch (...) {
     cudaGraphDestroy(graph);
@@ -319,7 +353,8 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
 /// outside the backend's workspace, so it can be captured into a CUDA graph
 /// (warm the workspace with one solve of the same size first): the persistent
 /// mode becomes a cooperative kernel node, the graph mode adds its nodes and
-/// its conditional loop to the caller's graph, and each replay solves afresh.
+/// its conditional loop to the caller's graph (the replayed mode its chain of
+/// bodies), and each replay solves afresh.
 /// Any stream works, the legacy default stream included (which cannot be
 /// captured, but can run the graph mode's own graph). A is a
 /// csr_view of device memory or a stencil_operator; b, x (the initial guess)
@@ -359,12 +394,12 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     if (note) *note = "persistent mode not possible (" + why + "): ran the graph mode";
     mode = cg_mode::graph;
   }
-  // Graph mode: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
+  // Graph and replayed modes: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
   const int passes = detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks);
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
   const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
-  detail::run_graph_mode(gpu.stream, A, options, layout, result);
-  return cg_mode::graph;
+  detail::run_graph_mode(gpu.stream, A, options, layout, result, mode);
+  return mode;
 }
 
 /// Solves A·x = b on the GPU (see cg_async) and waits for the result: the one
