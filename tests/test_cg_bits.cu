@@ -189,24 +189,30 @@ TYPED_TEST(CgGraphGpu, CpuAndGpuAgreeBitForBitInTheGraphMode) {
 }
 
 // The replayed mode stops at its iteration limit with the CPU's bits, the
-// limit a multiple of the unroll or not, 0 included (one body, all no-ops).
+// limit a multiple of the unroll or not, 0 included (one body, all no-ops);
+// pipelined with a true residual after every iteration, the most bodies a
+// solve can need (each check takes one of its own).
 TYPED_TEST(CgBitsGpu, ReplayedModeStopsAtItsIterationLimit) {
   SCOPED_TRACE(this->rng.trace());
   const auto a = sv::poisson3d_27pt<double, std::int32_t>(8);
   const auto b = random_rhs(a, this->rng);
   const std::vector<double> x0(b.size(), 0.0);
+  for (const bool pipelined : {false, true})
   for (const int unroll : {1, 3})
     for (const std::int64_t limit : {0, 1, 5, 6}) {
       sv::cg_options o;
       o.max_iterations = limit;
       o.rtol = 1e-14;
+      o.pipelined = pipelined;
+      o.true_residual_interval = pipelined ? 1 : 0;
       const auto cpu = solve_on<cpu_side>(a, b, x0, o);
       ASSERT_EQ(cpu.result.status, sv::cg_status::iteration_limit);
       o.mode = sv::cg_mode::replayed;
       o.graph_unroll = unroll;
       const auto gpu = solve_on<gpu_side>(a, b, x0, o);
       EXPECT_EQ(gpu.result.mode, sv::cg_mode::replayed);
-      expect_same_solve(cpu, gpu, "limit " + std::to_string(limit) + " unroll " + std::to_string(unroll));
+      expect_same_solve(cpu, gpu, std::string(pipelined ? "pipelined " : "") + "limit " + std::to_string(limit) +
+                                      " unroll " + std::to_string(unroll));
     }
 }
 

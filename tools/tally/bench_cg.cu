@@ -239,7 +239,7 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
         if (v.pipelined) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
         else if (ran != v.mode) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
         if (ran == solvers::cg_mode::replayed)  // its cost grows with the limit, not with the iterations run
-          note += (note.empty() ? "" : "; ") + std::to_string(solvers::detail::replays_of(o)) + " bodies of " +
+          note += (note.empty() ? "" : "; ") + std::to_string(solvers::detail::replayed_bodies(o)) + " bodies of " +
                   std::to_string(v.unroll) + " iterations for --max-iters " + std::to_string(o.max_iterations);
         add(impl, !free, timed, read_x(), true, true, note);
       } catch (const std::exception& e) {

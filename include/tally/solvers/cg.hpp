@@ -53,10 +53,12 @@ enum class cg_mode {
   persistent,  ///< one cooperative kernel, grid-wide barriers; falls back to graph if the grid cannot be co-resident
   graph,       ///< a CUDA graph of fused kernels looping on the device (conditional while node)
   /// The same kernels in a CUDA graph without a conditional node: the body of
-  /// graph_unroll iterations replayed ceil(max_iterations / graph_unroll)
-  /// times, each replay a no-op once the solve has finished (so its cost
-  /// grows with max_iterations, not with the iterations run). Never chosen
-  /// by `automatic`; for comparison with `graph`, and for tools that cannot
+  /// graph_unroll iterations chained ceil(max_iterations / graph_unroll)
+  /// times (pipelined: ceil((2·max_iterations + 1) / graph_unroll), as a
+  /// true-residual check takes a body of its own), each a no-op once the
+  /// solve has finished, so its cost grows with max_iterations, not with the
+  /// iterations run; at most kMaxGraphReplays bodies. Never chosen by
+  /// `automatic`; for comparison with `graph`, and for tools that cannot
   /// follow conditional nodes (compute-sanitizer racecheck, Nsight Compute).
   replayed,
 };

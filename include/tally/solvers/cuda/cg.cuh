@@ -248,14 +248,8 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
   }
 }
 
-/// Bodies the replayed mode chains: enough for max_iterations (at least one,
-/// as the while loop enters its body at least once).
-inline std::int64_t replays_of(const cg_options& o) {
-  return std::max<std::int64_t>(1, (o.max_iterations + o.graph_unroll - 1) / o.graph_unroll);
-}
-
 /// Adds the graph mode (`looped` = graph: a conditional while node around the
-/// body) or the replayed mode (`looped` = replayed: replays_of(o) copies of
+/// body) or the replayed mode (`looped` = replayed: replayed_bodies(o) copies of
 /// the body as child graphs in a chain) to `graph` after the `count` nodes at
 /// `dependencies`, with the graph API (no stream capture, so it works for any
 /// stream of the caller, the legacy default stream included): the set-up
@@ -290,7 +284,7 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
     try {
       add_iterations(body, A, o, l, none, false);
       loop = setup;
-      for (std::int64_t r = replays_of(o); r > 0; --r) {
+      for (std::int64_t r = replayed_bodies(o); r > 0; --r) {
         const cudaGraphNode_t after = loop;
         TALLY_CUDA(cudaGraphAddChildGraphNode(&loop, graph, &after, 1, body));  // copies the body
       }
