@@ -365,10 +365,10 @@ TYPED_TEST(Cg, InvalidArgumentsAreRejected) {
   // The replayed mode builds one body per graph_unroll iterations: bounded.
   o = {};
   o.mode = sv::cg_mode::replayed;
-  o.max_iterations = sv::kMaxGraphReplays + 1;
+  o.max_iterations = sv::kMaxReplayedBodies + 1;
   expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "replayed"});
   o.graph_unroll = 2;
-  o.max_iterations = 2 * sv::kMaxGraphReplays + 1;
+  o.max_iterations = 2 * sv::kMaxReplayedBodies + 1;
   expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "graph_unroll"});
   sv::host_csr<float, std::int32_t> rect;
   rect.rows = 2;

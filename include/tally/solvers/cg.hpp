@@ -57,14 +57,14 @@ enum class cg_mode {
   /// times (pipelined: ceil((2·max_iterations + 1) / graph_unroll), as a
   /// true-residual check takes a body of its own), each a no-op once the
   /// solve has finished, so its cost grows with max_iterations, not with the
-  /// iterations run; at most kMaxGraphReplays bodies. Never chosen by
+  /// iterations run; at most kMaxReplayedBodies bodies. Never chosen by
   /// `automatic`; for comparison with `graph`, and for tools that cannot
   /// follow conditional nodes (compute-sanitizer racecheck, Nsight Compute).
   replayed,
 };
 
-/// Most body replays the replayed mode builds into one graph.
-inline constexpr std::int64_t kMaxGraphReplays = 4096;
+/// Most bodies the replayed mode chains into one graph.
+inline constexpr std::int64_t kMaxReplayedBodies = 4096;
 
 enum class cg_status : int {
   running = 0,          ///< internal: not finished

@@ -11,11 +11,12 @@
 namespace tally::solvers::detail {
 
 /// Bodies of graph_unroll iterations the replayed mode chains: enough for
-/// max_iterations, and at least one (as the while loop enters its body at
-/// least once). A pipelined body whose gather asks for the true residual
-/// ends without an iteration (the next body restarts the recurrences), and
-/// each such check follows at least one iteration: 2·max_iterations + 1
-/// phases' worth of bodies. Pre: graph_unroll >= 1.
+/// max_iterations, and at least one (as the graph mode's while loop runs its
+/// body at least once). A pipelined body whose gather asks for the true
+/// residual ends without an iteration (the next body restarts the
+/// recurrences), and each such check follows at least one iteration, so a
+/// pipelined solve needs at most 2·max_iterations + 1 iterations' worth of
+/// bodies. Pre: graph_unroll >= 1.
 inline std::int64_t replayed_bodies(const cg_options& o) {
   const std::int64_t needed = o.pipelined ? 2 * o.max_iterations + 1 : o.max_iterations;
   return needed <= o.graph_unroll ? 1 : (needed + o.graph_unroll - 1) / o.graph_unroll;
@@ -37,9 +38,9 @@ void check_cg_arguments(const Op& A, const T* b, const T* x, const cg_options& o
   if (o.true_residual_interval < 0) throw_invalid_argument("cg", "options.true_residual_interval", "must be >= 0");
   if (o.graph_unroll < 1 || o.graph_unroll > 64) throw_invalid_argument("cg", "options.graph_unroll", "must be in 1..64");
   if (o.mode == cg_mode::replayed && o.graph_unroll >= 1 && o.max_iterations >= 0 &&
-      replayed_bodies(o) > kMaxGraphReplays)
+      replayed_bodies(o) > kMaxReplayedBodies)
     throw_invalid_argument("cg", "options.max_iterations",
-                           "needs more than " + std::to_string(kMaxGraphReplays) +
+                           "needs more than " + std::to_string(kMaxReplayedBodies) +
                                " replayed bodies in the replayed mode: raise options.graph_unroll or use the graph mode");
   if (o.grid_blocks < 0) throw_invalid_argument("cg", "options.grid_blocks", "must be >= 0");
 }
