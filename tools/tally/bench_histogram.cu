@@ -155,8 +155,9 @@ class histogram_bench {
     report_.header = {
         "Histograms of " + std::to_string(s_.n) +
             " doubles in [0,1) (uniform, and Zipf-like 'histogram_zipf'), "
-            "and a weighted scatter-add out[index[i]] += w[i] (64-bit indices). Launches: tally uses programmatic "
-            "dependent launch; the peers launch plainly. Every timed call includes clearing its output (tally's "
+            "and a weighted scatter-add out[index[i]] += w[i] (64-bit indices). Launches: tally's histogram and "
+            "scatter kernels launch plainly, as the peers do (programmatic dependent launch is the reductions' "
+            "only). Every timed call includes clearing its output (tally's "
             "histograms clear it themselves; the peers and tally's scatter-add run a cudaMemsetAsync first).",
         "us = median µs per call; /plain_atomics and /cub = row time / that peer's time (< 1: faster). CUB from " +
             std::to_string(s_.cub_isolate_from) +

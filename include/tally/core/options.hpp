@@ -22,10 +22,12 @@ struct options {
   /// most as many blocks as the device holds at once. The result does not
   /// depend on it (tests force several values to prove so).
   int grid_blocks = 0;
-  /// GPU backend: launch as a programmatic dependent (PDL), so the launch
-  /// overlaps the previous kernel's tail in the stream (about 0.6 µs a call on
-  /// the H100). Peers such as CUB launch plainly; benchmarks time tally both
-  /// ways. Never changes the result.
+  /// GPU backend, reductions (reduce, sum, dot, transform_reduce): launch as
+  /// a programmatic dependent (PDL), so the launch overlaps the previous
+  /// kernel's tail in the stream (about 0.6 µs a call on the H100). Peers such
+  /// as CUB launch plainly; `tally bench reduce` times tally both ways. Never
+  /// changes the result. The histogram, scatter_reduce and index_add kernels
+  /// always launch plainly and ignore it.
   bool programmatic_launch = true;
 };
 
