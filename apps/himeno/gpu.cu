@@ -9,6 +9,7 @@
 #include "sweep_kernel.cuh"
 #include "tally/core/error.hpp"
 #include "tally/cuda/check.cuh"
+#include "tally/cuda/graph_while.cuh"
 #include "tiling.hpp"
 
 namespace tally::himeno {
@@ -425,15 +426,8 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
     cudaGraph_t sweeps_graph = graph;
     int chained = max_sweeps;
     if (loop == converge_loop::conditional) {
-      TALLY_CUDA(cudaGraphConditionalHandleCreate(&prm.loop, graph, 1, cudaGraphCondAssignDefault));
-      cudaGraphNodeParams while_node{};
-      while_node.type = cudaGraphNodeTypeConditional;
-      while_node.conditional.handle = prm.loop;
-      while_node.conditional.type = cudaGraphCondTypeWhile;
-      while_node.conditional.size = 1;
       cudaGraphNode_t node = nullptr;
-      TALLY_CUDA(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &while_node));
-      sweeps_graph = while_node.conditional.phGraph_out[0];
+      sweeps_graph = tally::detail::add_while_node(graph, nullptr, 0, &prm.loop, &node);
       chained = 2;
     }
     // Sweep s reads p (s even) or wrk2 and writes the other, gosa into slot

@@ -20,6 +20,7 @@
 #include "tally/core/error.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
+#include "tally/cuda/graph_while.cuh"
 #include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
 #include "tally/solvers/cg.hpp"
@@ -266,18 +267,12 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
                                                 shared, A, l.vectors, cg_control<T>::make(o), l.scratch);
   cudaGraphNode_t loop{};
   if (looped == cg_mode::graph) {
-    // Default 1, assigned at every launch of the graph: the loop is entered
-    // (the body's kernels do nothing when the set-up already ended the solve)
-    // and every replay of a caller's graph starts it afresh.
+    // The loop is always entered (the body's kernels do nothing when the
+    // set-up already ended the solve), and every replay of a caller's graph
+    // starts it afresh.
     cudaGraphConditionalHandle handle;
-    TALLY_CUDA(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
-    cudaGraphNodeParams params{};
-    params.type = cudaGraphNodeTypeConditional;
-    params.conditional.handle = handle;
-    params.conditional.type = cudaGraphCondTypeWhile;
-    params.conditional.size = 1;
-    TALLY_CUDA(cudaGraphAddNode(&loop, graph, &setup, nullptr, 1, &params));
-    add_iterations(params.conditional.phGraph_out[0], A, o, l, handle, true);
+    const cudaGraph_t body = tally::detail::add_while_node(graph, &setup, 1, &handle, &loop);
+    add_iterations(body, A, o, l, handle, true);
   } else {
     cudaGraph_t body = nullptr;
     TALLY_CUDA(cudaGraphCreate(&body, 0));

@@ -37,8 +37,8 @@ void check_cg_arguments(const Op& A, const T* b, const T* x, const cg_options& o
   if (o.max_iterations < 0) throw_invalid_argument("cg", "options.max_iterations", "must be >= 0");
   if (o.true_residual_interval < 0) throw_invalid_argument("cg", "options.true_residual_interval", "must be >= 0");
   if (o.graph_unroll < 1 || o.graph_unroll > 64) throw_invalid_argument("cg", "options.graph_unroll", "must be in 1..64");
-  if (o.mode == cg_mode::replayed && o.graph_unroll >= 1 && o.max_iterations >= 0 &&
-      replayed_bodies(o) > kMaxReplayedBodies)
+  // (max_iterations and graph_unroll are valid here: checked above.)
+  if (o.mode == cg_mode::replayed && replayed_bodies(o) > kMaxReplayedBodies)
     throw_invalid_argument("cg", "options.max_iterations",
                            "needs more than " + std::to_string(kMaxReplayedBodies) +
                                " replayed bodies in the replayed mode: raise options.graph_unroll or use the graph mode");
