@@ -72,9 +72,9 @@ TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
 // and a missing GPU fails them under TALLY_REQUIRE_GPU=1 (backends.hpp).
 // CgBitsGpu runs the modes without conditional graph nodes (persistent and
 // replayed), CgGraphGpu the graph mode's conditional while node: the same
-// kernels, but compute-sanitizer racecheck cannot run that node
-// (tests/repro/racecheck_conditional_while.cu), so scripts/gpu-check leaves
-// CgGraphGpu out of racecheck alone.
+// kernels, but compute-sanitizer's racecheck and synccheck cannot run that
+// node (tests/repro/sanitizer_conditional_while.cu), so scripts/gpu-check
+// leaves CgGraphGpu out of those two tools.
 template <class Side>
 class CgBitsGpu : public on_backend<Side> {
  protected:
