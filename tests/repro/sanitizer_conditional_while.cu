@@ -14,9 +14,10 @@
 //            it is set (block 0 then clears the condition)
 //
 // Every mode, shape and flag runs clean on its own (lent H100, CUDA 13.0; 21
-// of 21 runs). racecheck (2026-11-25/26): C passes (0 hazards); A and B end
-// the process with exit code 11 and no report, as racecheck did with tally's
-// conditional-node tests. synccheck (2026-11-26): C passes (6 of 6 runs); B
+// of 21 runs). racecheck: C passes (0 hazards); B (2026-11-26, plain and with
+// ps at 464 × 128) and A (2026-11-25, before the flags) end the process with
+// exit code 11 and no report, as racecheck did with tally's conditional-node
+// tests. synccheck (2026-11-26): C passes (6 of 6 runs); B
 // fails in some runs and not in others, with or without flags, at either shape
 // (9 of 15: the program's stream synchronisation reports "an illegal memory
 // access", and the tool 0 errors). tally's Himeno test under the while node
