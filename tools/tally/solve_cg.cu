@@ -177,8 +177,8 @@ void add_solve_cg(CLI::App& solve) {
       ->capture_default_str();
   cmd->add_option("--max-iters", s->max_iters, "iteration limit")->check(finite_number(false))->capture_default_str();
   cmd->add_option("--mode", s->mode, "GPU execution: auto, persistent (one cooperative kernel), graph (CUDA graph "
-                                     "with a device-side loop), replayed (the graph's body chained max-iters times, "
-                                     "no conditional node) or pipelined")
+                                     "with a device-side loop), replayed (the graph's body chained max-iters / "
+                                     "graph-unroll times, no conditional node) or pipelined")
       ->check(CLI::IsMember({"auto", "persistent", "graph", "replayed", "pipelined"}))
       ->capture_default_str();
   cmd->add_option("--grid-blocks", s->grid_blocks,
@@ -188,7 +188,8 @@ void add_solve_cg(CLI::App& solve) {
       ->capture_default_str();
   cmd->add_option("--graph-unroll", s->graph_unroll,
                   "GPU graph and replayed modes: iterations a body (1..64); the replayed mode chains "
-                  "max-iters / graph-unroll bodies, at most 4096")
+                  "max-iters / graph-unroll bodies, at most " +
+                      std::to_string(solvers::kMaxReplayedBodies))
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd->add_flag("--matrix-free", s->matrix_free, "apply the Poisson stencil instead of a matrix (with --poisson27/7)");
