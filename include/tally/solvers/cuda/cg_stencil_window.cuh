@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_rows.hpp"
 #include "tally/solvers/stencil.hpp"
 
@@ -88,15 +89,29 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
   const stencil_window<T> window{values, first - a.g - 1, a.g * a.g, a.g,
                                  static_cast<int>(stencil_segment_rows(a.g, chunk_rows))};
   __syncthreads();
-  for (int k = 0; k < 3; ++k) {
-    const std::int64_t segment = window.start + (k - 1) * window.plane;
-    T* out = values + k * window.length;
-    // Independent iterations, unrolled so that a thread has several loads in
-    // flight.
-#pragma unroll 4
-    for (int t = threadIdx.x; t < window.length; t += blockDim.x) {
-      const std::int64_t j = segment + t;
-      out[t] = (j >= 0 && j < v.n) ? detail::direction(v, from, j, beta, fresh) : T(0);
+  // A thread loads a batch of values, all three segments' at each offset,
+  // before it stores any: the loads are then in flight together (stores to
+  // memory the compiler cannot prove apart from the vectors would otherwise
+  // order each load after the previous store: one round trip a value).
+  constexpr int kBatch = 4;
+  for (int t0 = threadIdx.x; t0 < window.length; t0 += kBatch * kThreads) {
+    T w[kBatch][3];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+#pragma unroll
+      for (int k = 0; k < 3; ++k) {
+        const int t = t0 + u * kThreads;
+        const std::int64_t j = window.start + (k - 1) * window.plane + t;
+        w[u][k] = (t < window.length && j >= 0 && j < v.n) ? detail::direction(v, from, j, beta, fresh) : T(0);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int t = t0 + u * kThreads;
+      if (t < window.length) {
+#pragma unroll
+        for (int k = 0; k < 3; ++k) values[k * window.length + t] = w[u][k];
+      }
     }
   }
   __syncthreads();
