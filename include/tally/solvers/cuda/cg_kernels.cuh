@@ -133,6 +133,28 @@ struct phases {
     v.ap[i] = ap;
     return {detail::multiply_rounded(p_i, ap)};
   }
+  /// search_staged() of the kV<T> rows from i0 (a multiple of kV<T>, all
+  /// below n; g a multiple of kV<T>), their leaves folded in row order (the
+  /// tree's vector): inner rows a vector at a time, others row by row.
+  template <class Value>
+  __device__ search_sums<T> search_staged_vector(const stencil_operator<Value>& a, const stencil_window<T>& window,
+                                                 std::int64_t i0) const {
+    constexpr int V = kV<T>;
+    device::vector_of<T, V> p, ap;
+    if (!window.template inner_products<V>(a, i0, p, ap)) {
+      search_sums<T> acc = search_staged(a, window, i0);
+#pragma unroll
+      for (int k = 1; k < V; ++k) acc = acc + search_staged(a, window, i0 + k);
+      return acc;
+    }
+    // Scratch vectors, aligned: i0 is a multiple of V.
+    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, V, true>(v.ap + i0, ap);
+    search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
+#pragma unroll
+    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
+    return acc;
+  }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
   __device__ update_sums<T> update(std::int64_t i) const {
     return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
@@ -194,11 +216,14 @@ __device__ __forceinline__ void search_chunk(std::int64_t c, const Op& A, const 
                                              block_storage<search_sums<T>>& storage) {
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-    const auto window =
-        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta, c * chunk_rows,
-                             chunk_rows, cg_staging_memory, fresh_read<Persistent>{});
-    chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{},
-                [&](std::int64_t i, int) { return rows.search_staged(A, window, i); }, storage);
+    const auto window = stage_stencil_window<kV<T>, !Persistent>(A, rows.v, rows.v.p[rows.control.searches & 1],
+                                                                 rows.control.beta, c * chunk_rows, chunk_rows);
+    const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
+    // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
+    if (A.g % kV<T> == 0)
+      chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage,
+                  [&](std::int64_t i0) { return rows.search_staged_vector(A, window, i0); });
+    else chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage);
   } else {
     chunk_phase(c, s, rows.v.n, s.search_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, storage);
