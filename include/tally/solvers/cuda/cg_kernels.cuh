@@ -386,12 +386,16 @@ __global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, c
 }
 
 /// The last block of a graph-mode kernel to arrive: true in every thread of
-/// that block. Pre: every block calls it once, after writing its partial.
+/// that block. Pre: every block calls it once, after thread 0 wrote the
+/// block's partial (the one value the last block reads; the vectors the
+/// other threads wrote are for the next kernel, which the kernel boundary
+/// orders). Only thread 0 fences: a fence in every thread made each wait
+/// for its own vector stores to complete before the block could retire.
 __device__ __forceinline__ bool last_to_arrive(unsigned* arrivals, unsigned blocks) {
   __shared__ int last;
-  __threadfence();  // this block's partial before its arrival
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence();  // this block's partial before its arrival
     last = atomicAdd(arrivals, 1u) + 1 == blocks;
     if (last) __threadfence();  // the arrivals before reading the partials
   }
