@@ -145,9 +145,9 @@ void relaxed(const char* what, Call&& call) {
 template <class Op>
 constexpr std::size_t kStagingBytes = kernels::staging_bytes<Op>(kernels::kThreads);
 
-/// Dynamic shared memory of the search phase (and of the persistent kernel)
-/// for chunks of `passes` x kThreads rows: a stencil's window of directions,
-/// a CSR matrix's stagers.
+/// Dynamic shared memory of the graph mode's search phase for chunks of
+/// `passes` x kThreads rows: a stencil's window of directions, a CSR
+/// matrix's stagers.
 template <class T, class Op>
 constexpr std::size_t search_shared_bytes(const Op& A, int passes) {
   if constexpr (kernels::is_stencil<Op>)
@@ -166,28 +166,27 @@ void allow_shared_memory(Kernel kernel, std::size_t bytes) {
   });
 }
 
-/// `passes`, halved (for a stencil) until the search's window leaves room for
-/// `blocks` blocks an SM, each of which also takes ~1 KiB the device reserves
-/// and its static shared memory. The chunks only split the GPU's work: the
-/// tree, and so the bits, do not depend on them.
+/// `passes`, halved (for a stencil) until the graph-mode search's window
+/// leaves room for kPhaseBlocksPerSm blocks an SM, each of which also takes
+/// ~1 KiB the device reserves and its static shared memory. The chunks only
+/// split the GPU's work: the tree, and so the bits, do not depend on them.
 template <class T, class Op>
-int fit_window(const Op& A, int passes, int blocks) {
+int fit_window(const Op& A, int passes) {
   if constexpr (kernels::is_stencil<Op>) {
-    const std::size_t budget = current_device_info().shared_memory_per_sm / blocks - 2048;
+    const std::size_t budget = current_device_info().shared_memory_per_sm / kernels::kPhaseBlocksPerSm<Op> - 2048;
     while (passes > 1 && search_shared_bytes<T>(A, passes) > budget) passes /= 2;
   }
   return passes;
 }
 
-/// Blocks of the persistent kernel with `shared_bytes` of dynamic shared
-/// memory that fit on the device at once.
+/// Blocks of the persistent kernel that fit on the device at once.
 template <class T, class Op>
-int persistent_capacity(std::size_t shared_bytes) {
-  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, shared_bytes);
+int persistent_capacity() {
+  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>);
   int per_sm = 0;
   relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor(cg_persistent_kernel)", [&] {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::cg_persistent_kernel<T, Op>, kernels::kThreads,
-                                                         shared_bytes);
+                                                         kStagingBytes<Op>);
   });
   return per_sm * current_device_info().sm_count;
 }
@@ -195,10 +194,9 @@ int persistent_capacity(std::size_t shared_bytes) {
 template <class T, class Op>
 void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o, int grid,
                        const gpu_cg_layout<T>& l, cg_device_result* result) {
-  const std::size_t shared = search_shared_bytes<T>(A, l.scratch.passes);
-  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, shared);
+  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>);
   cudaLaunchConfig_t config =
-      tally::detail::launch_config(dim3(grid), dim3(kernels::kThreads), shared, gpu.stream);
+      tally::detail::launch_config(dim3(grid), dim3(kernels::kThreads), kStagingBytes<Op>, gpu.stream);
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeCooperative;
   attribute.val.cooperative = 1;
@@ -393,9 +391,8 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   cg_mode mode = options.mode;
   if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined);
   if (mode == cg_mode::persistent) {
-    const int passes = detail::fit_window<T>(A, detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks),
-                                             kernels::kPersistentBlocksPerSm<T>);
-    const int capacity = detail::persistent_capacity<T, Op>(detail::search_shared_bytes<T>(A, passes));
+    const int capacity = detail::persistent_capacity<T, Op>();
+    const int passes = detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks);
     const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
     const int grid = options.grid_blocks > 0 ? options.grid_blocks
                                              : static_cast<int>(std::min<std::int64_t>(capacity, chunks));
@@ -412,8 +409,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     mode = cg_mode::graph;
   }
   // Graph and replayed modes: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
-  const int passes = detail::fit_window<T>(A, detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks),
-                                           kernels::kPhaseBlocksPerSm<Op>);
+  const int passes = detail::fit_window<T>(A, detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks));
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
   const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
   detail::run_graph_mode(gpu.stream, A, options, layout, result, mode);

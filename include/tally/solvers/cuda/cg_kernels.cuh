@@ -122,6 +122,88 @@ struct phases {
     to[i] = p_i;
     return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
   }
+  /// search() of the kV<T> rows from i0 (all below n; i0 a multiple of
+  /// kV<T>), their leaves folded in row order. A 27-point stencil's inner
+  /// rows read each neighbour's new direction once for all of them, a line
+  /// at a time (kV + 2 values for kV rows instead of 3 a row), and sum their
+  /// terms through stencil_operator::inner_line, as inner_row does: the same
+  /// bits. Other rows take search() one by one.
+  ///
+  /// When g is a multiple of kV (warp-uniform), every line's window starts
+  /// on a vector: its kV middle values are read as two 16-byte loads (z and
+  /// p), and its ends are the neighbouring lanes' values, by shuffles (lanes
+  /// 0 and 31 read theirs). Scalar loads strided by kV would make the L1 look
+  /// up kV times as many lines. Every lane takes part in the shuffles; a lane
+  /// whose rows are not inner reads its own rows there and discards them.
+  template <class A>
+  __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
+    constexpr int V = kV<T>;
+    using vec = device::vector_of<T, V>;
+    std::int64_t x0, y, z;
+    a.coordinates(i0, x0, y, z);
+    const bool inner = a.points == 27 && y > 0 && y + 1 < a.g && z > 0 && z + 1 < a.g && x0 + V <= a.g;
+    const bool whole = a.g % V == 0;
+    const fresh_read<Persistent> fresh;
+    const T* from = v.p[control.searches & 1];
+    const T beta = control.beta;
+    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
+    const bool left = x0 > 0, right = x0 + V < a.g;
+    const int lane = threadIdx.x & 31;
+    vec p{}, ap{};
+    if (whole || inner) {
+#pragma unroll
+      for (int line = 0; line < 9; ++line) {
+        const std::int64_t j0 = inner ? i0 + a.line_offset(line) : i0;
+        T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
+        if (whole) {
+          // Persistent: plain loads, as fresh_read says; graph: read-only.
+          const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
+          const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
+#pragma unroll
+          for (int t = 0; t < V; ++t) w[t + 1] = zv.v[t] + detail::multiply_rounded(beta, pv.v[t]);
+          // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
+          // they are on this row's grid line (x0 is a multiple of V).
+          const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
+          const T after = __shfl_down_sync(device::kFullMask, w[1], 1);
+          w[0] = lane > 0 ? before : (left && inner ? direction(j0 - 1) : T(0));
+          w[V + 1] = lane < 31 ? after : (right && inner ? direction(j0 + V) : T(0));
+        } else {
+          w[0] = left ? direction(j0 - 1) : T(0);
+#pragma unroll
+          for (int t = 0; t < V; ++t) w[t + 1] = direction(j0 + t);
+          w[V + 1] = right ? direction(j0 + V) : T(0);
+        }
+#pragma unroll
+        for (int k = 0; k < V; ++k)
+          ap.v[k] = a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
+                                 w[k + 2]);
+        if (line == 4) {
+#pragma unroll
+          for (int k = 0; k < V; ++k) p.v[k] = w[k + 1];
+        }
+      }
+    }
+    if (!inner) {
+      search_sums<T> acc = search(a, i0);
+#pragma unroll
+      for (int k = 1; k < V; ++k) acc = acc + search(a, i0 + k);
+      return acc;
+    }
+    // Scratch vectors, aligned: i0 is a multiple of V.
+    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, V, true>(v.ap + i0, ap);
+    search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
+#pragma unroll
+    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
+    return acc;
+  }
+  /// The search's several-rows-a-lane leaf: stencils only (a CSR matrix's
+  /// rows are staged 32 at a time, one a lane).
+  template <class A>
+  __device__ auto search_vector_leaf(const A& a) const {
+    if constexpr (is_stencil<A>) return [this, &a](std::int64_t i0) { return search_vector(a, i0); };
+    else return no_vector_leaf{};
+  }
   /// search() of a stencil's row i, the new directions read from `window`
   /// (staged for the chunk that holds i): the same bits.
   template <class Value>
@@ -201,23 +283,27 @@ struct phases {
 };
 
 /// The block's dynamic shared memory: the CSR stagers' buffers
-/// (staging_bytes<Op>(kThreads)), or a stencil search's window
-/// (stencil_window_bytes).
+/// (staging_bytes<Op>(kThreads)), or a graph-mode stencil search's window
+/// (stencil_window_bytes; cg_window_memory is the same memory).
 extern __shared__ __align__(16) unsigned char cg_staging_memory[];
 
-/// The search phase over chunk c. A stencil's rows read their neighbours'
-/// new directions from a window of them staged in the block's dynamic shared
-/// memory (cg_stencil_window.cuh: stencil_window_bytes for the chunk); a CSR
-/// matrix's rows through the warps' stagers (`matrix`). Pre: the whole block
-/// calls it.
-template <bool Persistent, class T, class Op>
-__device__ __forceinline__ void search_chunk(std::int64_t c, const Op& A, const phases<Persistent, T>& rows,
-                                             const cg_scratch<T>& s, const warp_rows<Op>& matrix,
-                                             block_storage<search_sums<T>>& storage) {
+/// The graph mode's search phase over chunk c. A stencil's rows read their
+/// neighbours' new directions from a window of them staged in the block's
+/// dynamic shared memory (cg_stencil_window.cuh: stencil_window_bytes for
+/// the chunk). The persistent kernel, which runs the problems that sit in L2
+/// and L1, reads them straight from the vectors (search_vector), which
+/// measured faster there (H100, f32, µs an iteration with the window against
+/// without: g = 31 11.5 / 9.8, g = 64 22.1 / 17.7, g = 128 88.5 / 86.9; in the
+/// graph mode g = 128 102 / 107, g = 200 272 / 321). A CSR matrix's rows go
+/// through the warps' stagers (`matrix`). Pre: the whole block calls it.
+template <class T, class Op>
+__device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, const phases<false, T>& rows,
+                                                   const cg_scratch<T>& s, const warp_rows<Op>& matrix,
+                                                   block_storage<search_sums<T>>& storage) {
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-    const auto window = stage_stencil_window<kV<T>, !Persistent>(A, rows.v, rows.v.p[rows.control.searches & 1],
-                                                                 rows.control.beta, c * chunk_rows, chunk_rows);
+    const auto window = stage_stencil_window<kV<T>>(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
+                                                    c * chunk_rows, chunk_rows);
     const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
     // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
     if (A.g % kV<T> == 0)
@@ -312,7 +398,9 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
   }
   while (control.next != cg_phase::done) {
     if (control.next == cg_phase::search) {
-      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) search_chunk(c, A, rows, s, matrix, sh.storage.search);
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+        chunk_phase(c, s, n, s.search_partials, matrix, [&](std::int64_t i, const auto& a) { return rows.search(a, i); },
+                    sh.storage.search, rows.search_vector_leaf(A));
       grid.sync();
       const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
       if (threadIdx.x == 0) control.after_search(root.value);
@@ -437,7 +525,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   const phases<false, T> rows{v, control};
   const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
-    search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
+    graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
                 sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });

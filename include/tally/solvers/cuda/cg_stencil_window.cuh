@@ -131,11 +131,11 @@ struct stencil_window {
 /// Computes w = z + β·p (p from buffer `from`) for every row the chunk of
 /// `chunk_rows` rows from `first` reads into the block's dynamic shared
 /// memory (stencil_window_bytes of it) and returns the window; zero outside the grid (never
-/// read). ReadOnly: z and p through the read-only path (they do not change
-/// during the kernel); otherwise plain loads (see fresh_read). Pre: the whole
+/// read). z and p are read through the read-only path: for the graph mode,
+/// whose kernels do not change them while they run. Pre: the whole
 /// block calls it; no thread still reads the memory. Post: the block is
 /// synchronised, the window complete.
-template <int V, bool ReadOnly, class T, class Value>
+template <int V, class T, class Value>
 __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>& a, const detail::cg_vectors<T>& v,
                                                   const T* from, T beta, std::int64_t first, std::int64_t chunk_rows) {
   T* values = reinterpret_cast<T*>(cg_window_memory);
@@ -157,8 +157,8 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
       for (int k = 0; k < 3; ++k) {
         const std::int64_t j = window.start + (k - 1) * window.plane + static_cast<std::int64_t>(t) * V;
         if (j >= 0 && j < v.n) {
-          const vec z = device::load_vector<T, V, true, ReadOnly>(v.z + j);
-          const vec p = device::load_vector<T, V, true, ReadOnly>(from + j);
+          const vec z = device::load_vector<T, V, true>(v.z + j);
+          const vec p = device::load_vector<T, V, true>(from + j);
 #pragma unroll
           for (int e = 0; e < V; ++e) w[k].v[e] = z.v[e] + detail::multiply_rounded(beta, p.v[e]);
         } else {
@@ -171,10 +171,7 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
     }
   } else {
     constexpr int kBatch = 4;
-    const auto fresh = [](const T* p) {
-      if constexpr (ReadOnly) return __ldg(p);
-      else return *p;
-    };
+    const auto fresh = [](const T* p) { return __ldg(p); };
     for (int t0 = threadIdx.x; t0 < window.length; t0 += kBatch * kThreads) {
       T w[kBatch][3];
 #pragma unroll
