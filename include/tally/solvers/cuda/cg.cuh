@@ -145,6 +145,16 @@ void relaxed(const char* what, Call&& call) {
 template <class Op>
 constexpr std::size_t kStagingBytes = kernels::staging_bytes<Op>(kernels::kThreads);
 
+/// Dynamic shared memory of the graph mode's search phase for chunks of
+/// `passes` x kThreads rows: a stencil's window of directions, a CSR
+/// matrix's stagers.
+template <class T, class Op>
+constexpr std::size_t search_shared_bytes(const Op& A, int passes) {
+  if constexpr (kernels::is_stencil<Op>)
+    return kernels::stencil_window_bytes<T>(A.g, static_cast<std::int64_t>(kernels::kThreads) * passes);
+  else return kStagingBytes<Op>;
+}
+
 /// Lets `kernel` launch with `bytes` of dynamic shared memory (above the
 /// default 48 KiB the kernel must opt in).
 template <class Kernel>
@@ -154,6 +164,19 @@ void allow_shared_memory(Kernel kernel, std::size_t bytes) {
     return cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                 static_cast<int>(bytes));
   });
+}
+
+/// `passes`, halved (for a stencil) until the graph-mode search's window
+/// leaves room for kPhaseBlocksPerSm blocks an SM, each of which also takes
+/// ~1 KiB the device reserves and its static shared memory. The chunks only
+/// split the GPU's work: the tree, and so the bits, do not depend on them.
+template <class T, class Op>
+int fit_window(const Op& A, int passes) {
+  if constexpr (kernels::is_stencil<Op>) {
+    const std::size_t budget = current_device_info().shared_memory_per_sm / kernels::kPhaseBlocksPerSm<Op> - 2048;
+    while (passes > 1 && search_shared_bytes<T>(A, passes) > budget) passes /= 2;
+  }
+  return passes;
 }
 
 /// Blocks of the persistent kernel that fit on the device at once.
@@ -229,23 +252,25 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
   cudaGraphNode_t previous{};
   std::size_t previous_count = 0;
   // Kernels that do not stage A's rows (update, vectors, the pipelined
-  // restart, which runs rarely and reads A as it is) need no staging memory.
-  auto phase = [&](auto kernel, bool reads_matrix, bool last) {
+  // restart, which runs rarely and reads A as it is) need no staging memory;
+  // the search takes its own (a stencil's window).
+  auto phase = [&](auto kernel, std::size_t shared_bytes, bool last) {
     const bool sets = sets_handle && last;
     previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid,
-                               reads_matrix ? shared : 0, A, l.vectors, l.scratch, sets ? handle : none, sets);
+                               shared_bytes, A, l.vectors, l.scratch, sets ? handle : none, sets);
     previous_count = 1;
   };
   for (int u = 0; u < o.graph_unroll; ++u) {
     if (o.pipelined) {
-      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, false, false);
-      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, true, false);
-      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, false, false);
+      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, 0, false);
+      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, shared, false);
+      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, 0, false);
     } else {
-      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, true, false);
-      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, false, false);
+      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, search_shared_bytes<T>(A, l.scratch.passes),
+            false);
+      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, 0, false);
     }
-    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, true, u + 1 == o.graph_unroll);
+    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, shared, u + 1 == o.graph_unroll);
   }
 }
 
@@ -384,7 +409,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     mode = cg_mode::graph;
   }
   // Graph and replayed modes: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
-  const int passes = detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks);
+  const int passes = detail::fit_window<T>(A, detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks));
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
   const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
   detail::run_graph_mode(gpu.stream, A, options, layout, result, mode);

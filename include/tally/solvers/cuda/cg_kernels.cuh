@@ -26,6 +26,7 @@
 #include "tally/core/tree.hpp"
 #include "tally/cuda/device/vector_load.cuh"
 #include "tally/solvers/cuda/cg_staging.cuh"
+#include "tally/solvers/cuda/cg_stencil_window.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
 #include "tally/solvers/detail/cg_rows.hpp"
@@ -203,6 +204,39 @@ struct phases {
     if constexpr (is_stencil<A>) return [this, &a](std::int64_t i0) { return search_vector(a, i0); };
     else return no_vector_leaf{};
   }
+  /// search() of a stencil's row i, the new directions read from `window`
+  /// (staged for the chunk that holds i): the same bits.
+  template <class Value>
+  __device__ search_sums<T> search_staged(const stencil_operator<Value>& a, const stencil_window<T>& window,
+                                          std::int64_t i) const {
+    const T p_i = window(i);
+    v.p[(control.searches + 1) & 1][i] = p_i;
+    const T ap = window.product(a, i);
+    v.ap[i] = ap;
+    return {detail::multiply_rounded(p_i, ap)};
+  }
+  /// search_staged() of the kV<T> rows from i0 (a multiple of kV<T>, all
+  /// below n; g a multiple of kV<T>), their leaves folded in row order (the
+  /// tree's vector): inner rows a vector at a time, others row by row.
+  template <class Value>
+  __device__ search_sums<T> search_staged_vector(const stencil_operator<Value>& a, const stencil_window<T>& window,
+                                                 std::int64_t i0) const {
+    constexpr int V = kV<T>;
+    device::vector_of<T, V> p, ap;
+    if (!window.template inner_products<V>(a, i0, p, ap)) {
+      search_sums<T> acc = search_staged(a, window, i0);
+#pragma unroll
+      for (int k = 1; k < V; ++k) acc = acc + search_staged(a, window, i0 + k);
+      return acc;
+    }
+    // Scratch vectors, aligned: i0 is a multiple of V.
+    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, V, true>(v.ap + i0, ap);
+    search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
+#pragma unroll
+    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
+    return acc;
+  }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
   __device__ update_sums<T> update(std::int64_t i) const {
     return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
@@ -249,8 +283,38 @@ struct phases {
 };
 
 /// The block's dynamic shared memory: the CSR stagers' buffers
-/// (staging_bytes<Op>(kThreads); none for a stencil).
+/// (staging_bytes<Op>(kThreads)), or a graph-mode stencil search's window
+/// (stencil_window_bytes; cg_window_memory is the same memory).
 extern __shared__ __align__(16) unsigned char cg_staging_memory[];
+
+/// The graph mode's search phase over chunk c. A stencil's rows read their
+/// neighbours' new directions from a window of them staged in the block's
+/// dynamic shared memory (cg_stencil_window.cuh: stencil_window_bytes for
+/// the chunk). The persistent kernel, which runs the problems that sit in L2
+/// and L1, reads them straight from the vectors (search_vector), which
+/// measured faster there (H100, f32, µs an iteration with the window against
+/// without: g = 31 11.5 / 9.8, g = 64 22.1 / 17.7, g = 128 88.5 / 86.9; in the
+/// graph mode g = 128 102 / 107, g = 200 272 / 321). A CSR matrix's rows go
+/// through the warps' stagers (`matrix`). Pre: the whole block calls it.
+template <class T, class Op>
+__device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, const phases<false, T>& rows,
+                                                   const cg_scratch<T>& s, const warp_rows<Op>& matrix,
+                                                   block_storage<search_sums<T>>& storage) {
+  if constexpr (is_stencil<Op>) {
+    const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+    const auto window = stage_stencil_window<kV<T>>(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
+                                                    c * chunk_rows, chunk_rows);
+    const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
+    // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
+    if (A.g % kV<T> == 0)
+      chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage,
+                  [&](std::int64_t i0) { return rows.search_staged_vector(A, window, i0); });
+    else chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage);
+  } else {
+    chunk_phase(c, s, rows.v.n, s.search_partials, matrix,
+                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, storage);
+  }
+}
 
 /// Shared memory of the kernels: the control block (a copy per block in the
 /// persistent kernel) and the reductions' storage. Raw bytes: __shared__
@@ -410,12 +474,16 @@ __global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, c
 }
 
 /// The last block of a graph-mode kernel to arrive: true in every thread of
-/// that block. Pre: every block calls it once, after writing its partial.
+/// that block. Pre: every block calls it once, after thread 0 wrote the
+/// block's partial (the one value the last block reads; the vectors the
+/// other threads wrote are for the next kernel, which the kernel boundary
+/// orders). Only thread 0 fences: a fence in every thread made each wait
+/// for its own vector stores to complete before the block could retire.
 __device__ __forceinline__ bool last_to_arrive(unsigned* arrivals, unsigned blocks) {
   __shared__ int last;
-  __threadfence();  // this block's partial before its arrival
   __syncthreads();
   if (threadIdx.x == 0) {
+    __threadfence();  // this block's partial before its arrival
     last = atomicAdd(arrivals, 1u) + 1 == blocks;
     if (last) __threadfence();  // the arrivals before reading the partials
   }
@@ -457,9 +525,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   const phases<false, T> rows{v, control};
   const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
-    chunk_phase(blockIdx.x, s, v.n, s.search_partials, matrix,
-                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search,
-                rows.search_vector_leaf(A));
+    graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
                 sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
