@@ -53,7 +53,8 @@ constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined) {
 /// Graph mode: at most about this many chunks (the last block reduces them).
 /// H100, 27-point, f32, matrix-free, µs an iteration for 1024 / 2048 / 4096 /
 /// 8192: g = 128 103 / 108 / 147 / 224, g = 200 343 / 319 / 320 / 340 (fewer
-/// than 4 passes a chunk lose the several-rows-a-lane leaves).
+/// than 4 passes a chunk lose the several-rows-a-lane leaves); measured before
+/// the search's window (fit_window may take a stencil's passes lower).
 inline constexpr std::int64_t kGraphTargetChunks = 2048;
 /// Persistent mode: at most about this many chunks (every block reduces them
 /// after each barrier). H100, g = 128, f32, 512 / 1024 / 2048: matrix-free

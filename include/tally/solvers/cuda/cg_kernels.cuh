@@ -13,7 +13,9 @@
 //    same bits as the owner's), so the direction update needs no barrier.
 //  * graph: one kernel per phase, one chunk per block; the last block to
 //    finish (a counter, not an atomic on values) reduces the partials and
-//    updates the control block in global memory. The kernels of a step check
+//    updates the control block in global memory. A stencil's search first
+//    stages the new directions its chunk reads in shared memory
+//    (cg_stencil_window.cuh). The kernels of a step check
 //    the control block and do nothing once the solve is over, so a CUDA
 //    graph can loop over them on the device (cuda/cg.cuh).
 #pragma once
