@@ -185,18 +185,27 @@ struct phases {
         }
       }
     }
-    if (!inner) {
-      search_sums<T> acc = search(a, i0);
+    if (!inner) return fold_rows(i0, [&](std::int64_t i) { return search(a, i); });
+    return store_search_vectors(i0, p, ap);
+  }
+  /// row(i0) ⊕ … ⊕ row(i0 + kV − 1), left to right: the tree's vector.
+  template <class Row>
+  __device__ __forceinline__ search_sums<T> fold_rows(std::int64_t i0, const Row& row) const {
+    search_sums<T> acc = row(i0);
 #pragma unroll
-      for (int k = 1; k < V; ++k) acc = acc + search(a, i0 + k);
-      return acc;
-    }
-    // Scratch vectors, aligned: i0 is a multiple of V.
-    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
-    device::store_vector<T, V, true>(v.ap + i0, ap);
+    for (int k = 1; k < kV<T>; ++k) acc = acc + row(i0 + k);
+    return acc;
+  }
+  /// Stores the new directions and products of the kV<T> rows from i0 (a
+  /// multiple of kV<T>: the scratch vectors are aligned there) and returns
+  /// their leaves folded left to right.
+  __device__ __forceinline__ search_sums<T> store_search_vectors(std::int64_t i0, const device::vector_of<T, kV<T>>& p,
+                                                                 const device::vector_of<T, kV<T>>& ap) const {
+    device::store_vector<T, kV<T>, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, kV<T>, true>(v.ap + i0, ap);
     search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
 #pragma unroll
-    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
+    for (int k = 1; k < kV<T>; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
     return acc;
   }
   /// The search's several-rows-a-lane leaf: stencils only (a CSR matrix's
@@ -225,19 +234,9 @@ struct phases {
                                                  std::int64_t i0) const {
     constexpr int V = kV<T>;
     device::vector_of<T, V> p, ap;
-    if (!window.template inner_products<V>(a, i0, p, ap)) {
-      search_sums<T> acc = search_staged(a, window, i0);
-#pragma unroll
-      for (int k = 1; k < V; ++k) acc = acc + search_staged(a, window, i0 + k);
-      return acc;
-    }
-    // Scratch vectors, aligned: i0 is a multiple of V.
-    device::store_vector<T, V, true>(v.p[(control.searches + 1) & 1] + i0, p);
-    device::store_vector<T, V, true>(v.ap + i0, ap);
-    search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
-#pragma unroll
-    for (int k = 1; k < V; ++k) acc = acc + search_sums<T>{detail::multiply_rounded(p.v[k], ap.v[k])};
-    return acc;
+    if (!window.template inner_products<V>(a, i0, p, ap))
+      return fold_rows(i0, [&](std::int64_t i) { return search_staged(a, window, i); });
+    return store_search_vectors(i0, p, ap);
   }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
   __device__ update_sums<T> update(std::int64_t i) const {
