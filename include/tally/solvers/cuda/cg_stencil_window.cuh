@@ -56,10 +56,10 @@ constexpr std::size_t stencil_window_bytes(std::int64_t g, std::int64_t chunk_ro
 /// segments of `length` values.
 template <class T>
 struct stencil_window {
-  std::int64_t start;   ///< the middle segment's first row: first − margin
-  std::int64_t plane;   ///< g²
-  int length;           ///< stencil_segment_rows(g, R)
-  int row_step;         ///< g
+  std::int64_t start;  ///< the middle segment's first row: first − margin
+  std::int64_t plane;  ///< g²
+  int length;          ///< stencil_segment_rows(g, R)
+  int row_step;        ///< g
 
   __device__ __forceinline__ static const T* values() { return reinterpret_cast<const T*>(cg_window_memory); }
 
@@ -120,8 +120,8 @@ struct stencil_window {
       w[V + 1] = values()[m + V];
 #pragma unroll
       for (int k = 0; k < V; ++k)
-        ap.v[k] = a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
-                               w[k + 2]);
+        ap.v[k] =
+            a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
       if (line == 4) p = mid;
     }
     return true;
@@ -130,11 +130,11 @@ struct stencil_window {
 
 /// Computes w = z + β·p (p from buffer `from`) for every row the chunk of
 /// `chunk_rows` rows from `first` reads into the block's dynamic shared
-/// memory (stencil_window_bytes of it) and returns the window; zero outside the grid (never
-/// read). z and p are read through the read-only path: for the graph mode,
-/// whose kernels do not change them while they run. Pre: the whole
-/// block calls it; no thread still reads the memory. Post: the block is
-/// synchronised, the window complete.
+/// memory (stencil_window_bytes of it) and returns the window; zero outside
+/// the grid (never read). z and p are read through the read-only path: for
+/// the graph mode, whose kernels do not change them while they run. Pre: the
+/// whole block calls it; no thread still reads the memory. Post: the block
+/// is synchronised, the window complete.
 template <int V, class T, class Value>
 __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>& a, const detail::cg_vectors<T>& v,
                                                   const T* from, T beta, std::int64_t first, std::int64_t chunk_rows) {
