@@ -162,7 +162,7 @@ struct phases {
           const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
           const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
-          for (int t = 0; t < V; ++t) w[t + 1] = zv.v[t] + detail::multiply_rounded(beta, pv.v[t]);
+          for (int t = 0; t < V; ++t) w[t + 1] = detail::direction_value(zv.v[t], pv.v[t], beta);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
@@ -234,7 +234,7 @@ struct phases {
                                                  std::int64_t i0) const {
     constexpr int V = kV<T>;
     device::vector_of<T, V> p, ap;
-    if (!window.template inner_products<V>(a, i0, p, ap))
+    if (!window.inner_products(a, i0, p, ap))
       return fold_rows(i0, [&](std::int64_t i) { return search_staged(a, window, i); });
     return store_search_vectors(i0, p, ap);
   }
@@ -303,8 +303,8 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
                                                    block_storage<search_sums<T>>& storage) {
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-    const auto window = stage_stencil_window<kV<T>>(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
-                                                    c * chunk_rows, chunk_rows);
+    const auto window =
+        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta, c * chunk_rows, chunk_rows);
     const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
     // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
     if (A.g % kV<T> == 0)

@@ -56,6 +56,9 @@ constexpr std::size_t stencil_window_bytes(std::int64_t g, std::int64_t chunk_ro
 /// segments of `length` values.
 template <class T>
 struct stencil_window {
+  /// Rows a lane reads at once in the whole-vector case: the tree's vector.
+  static constexpr int V = tree::vector_width<T>;
+
   std::int64_t start;  ///< the middle segment's first row: first − margin
   std::int64_t plane;  ///< g²
   int length;          ///< stencil_segment_rows(g, R)
@@ -102,7 +105,7 @@ struct stencil_window {
   /// V rows share a grid line, and each line's V values are one aligned
   /// vector of the window. The same inner_line calls as product(), so the
   /// same bits.
-  template <int V, class Value>
+  template <class Value>
   __device__ __forceinline__ bool inner_products(const stencil_operator<Value>& a, std::int64_t i0,
                                                  device::vector_of<T, V>& p, device::vector_of<T, V>& ap) const {
     std::int64_t x0, y, z;
@@ -135,12 +138,13 @@ struct stencil_window {
 /// the graph mode, whose kernels do not change them while they run. Pre: the
 /// whole block calls it; no thread still reads the memory. Post: the block
 /// is synchronised, the window complete.
-template <int V, class T, class Value>
+template <class T, class Value>
 __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>& a, const detail::cg_vectors<T>& v,
                                                   const T* from, T beta, std::int64_t first, std::int64_t chunk_rows) {
   T* values = reinterpret_cast<T*>(cg_window_memory);
   const stencil_window<T> window{first - stencil_margin(a.g), a.g * a.g,
                                  static_cast<int>(stencil_segment_rows(a.g, chunk_rows)), static_cast<int>(a.g)};
+  constexpr int V = stencil_window<T>::V;
   __syncthreads();
   // A thread loads all three segments' values at an offset (a batch of
   // offsets, for single values) before it stores any: the loads are then in
@@ -160,7 +164,7 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
           const vec z = device::load_vector<T, V, true>(v.z + j);
           const vec p = device::load_vector<T, V, true>(from + j);
 #pragma unroll
-          for (int e = 0; e < V; ++e) w[k].v[e] = z.v[e] + detail::multiply_rounded(beta, p.v[e]);
+          for (int e = 0; e < V; ++e) w[k].v[e] = detail::direction_value(z.v[e], p.v[e], beta);
         } else {
 #pragma unroll
           for (int e = 0; e < V; ++e) w[k].v[e] = T(0);

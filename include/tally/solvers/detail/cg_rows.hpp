@@ -63,10 +63,17 @@ TALLY_HD_INLINE residual_sums<T> setup_row(const Op& A, const cg_vectors<T>& v, 
   return {multiply_rounded(b, b), multiply_rounded(rd, rd), multiply_rounded(r, r), multiply_rounded(r, z)};
 }
 
+/// A new search direction from its z and old p: z + β·p, rounded as every
+/// backend and kernel computes it.
+template <class T>
+TALLY_HD_INLINE T direction_value(T z, T p, T beta) {
+  return z + multiply_rounded(beta, p);
+}
+
 /// The new search direction at row j: z_j + β·p_j (p from buffer `from`).
 template <class T, class Fresh>
 TALLY_HD_INLINE T direction(const cg_vectors<T>& v, const T* from, std::int64_t j, T beta, const Fresh& fresh) {
-  return fresh(v.z + j) + multiply_rounded(beta, fresh(from + j));
+  return direction_value(fresh(v.z + j), fresh(from + j), beta);
 }
 
 /// Search: Ap_i = Σ a_ij·p_j for the new p (which `p_at(j)` gives), stored;
