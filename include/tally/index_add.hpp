@@ -86,7 +86,28 @@ namespace tally {
 /// memory) and the call never waits, so it can be captured in a CUDA graph.
 /// The unchecked mode never waits and skips bad rows silently.
 ///
-/// opts.deterministic (op = plus): fixed-point sums with the contract of
+/// opts.deterministic (op = plus): the same bits on every run, for any grid,
+/// and on both backends, summed as opts.deterministic_sums says
+/// (index_add_sums): ordered sums where the GPU's sort pays for itself
+/// (automatic: rows of 32 bytes or more, 16 MB of src or more, no
+/// fixed_point_bits given, the strategy automatic or sorted_rows), fixed-point
+/// sums otherwise.
+///
+/// Ordered sums: each element is out + T rounded once to V, T the balanced
+/// tree (tree::balanced_fold) over the pieces of its rows: the rows of an
+/// index, in row order, cut at every multiple of 256 of their positions among
+/// all rows sorted by (index, row), each piece summed left to right in float
+/// (double for double). The error is that of a float sum of at most 256
+/// terms plus a tree of depth log2(pieces); NaN and ±inf propagate as in any
+/// float sum and are not errors; the bits depend on the order of the rows.
+/// GPU: the sorted_rows path (its sort and run kernel, at its speed) and two
+/// short passes over its tasks; scratch: the sort's and two accumulators per
+/// 256 sorted rows and column. Errors (invalid_argument naming the option):
+/// ordered with a given fixed_point_bits, with a forced aggregated_atomics or
+/// plain_atomics, or with rows >= 2^32 or out_rows >= 2^32 - 1;
+/// deterministic_sums other than automatic without deterministic.
+///
+/// Fixed-point sums: the contract of
 /// histogram_options::deterministic for n = rows (the most addends an element
 /// can receive): each src value v is rounded to q = round(v·2^s), the q of an
 /// element are summed exactly in int64, and the element receives the exact

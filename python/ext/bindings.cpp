@@ -586,8 +586,14 @@ NB_MODULE(_core, m) {
   m.def(
       "index_add",
       [](nb::handle out, nb::handle index, nb::handle src, const std::string& op, bool deterministic,
-         std::optional<int> fixed_point_bits, bool check_indices, std::uintptr_t stream) {
+         const std::string& sums, std::optional<int> fixed_point_bits, bool check_indices, std::uintptr_t stream) {
         call_site site("index_add");
+        index_add_sums how = index_add_sums::automatic;
+        if (sums == "fixed_point") how = index_add_sums::fixed_point;
+        else if (sums == "ordered") how = index_add_sums::ordered;
+        else if (sums != "automatic")
+          throw nb::value_error(
+              (prefix(site, "sums") + "is '" + sums + "'; one of 'automatic', 'fixed_point', 'ordered'").c_str());
         const matrix om = output_matrix(site, "out", out);
         const view iv = input(site, "index", index, 1);
         const matrix sm = input_matrix(site, "src", src);
@@ -607,10 +613,11 @@ NB_MODULE(_core, m) {
         else if (op != "sum")
           throw nb::value_error((prefix(site, "reduce") + "is '" + op + "'; one of 'sum', 'amin', 'amax'").c_str());
         run(site, stream, [&](const place& p) {
-          index_add(p, om, iv, sm, o, fixed_point_of(deterministic, fixed_point_bits), check_indices || deterministic);
+          index_add(p, om, iv, sm, o, fixed_point_of(deterministic, fixed_point_bits), how,
+                    check_indices || deterministic);
         });
       },
-      nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
+      nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"), nb::arg("sums"),
       nb::arg("fixed_point_bits").none(), nb::arg("check_indices"), nb::arg("stream"),
       "out[index[i], :] = op(out[index[i], :], src[i, :]) (see tally.index_add).");
 

@@ -25,7 +25,7 @@ void visit_floating(dtype t, const char* argument, F&& f) {
 }  // namespace
 
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
-               fixed_point deterministic, bool checked) {
+               fixed_point deterministic, index_add_sums sums, bool checked) {
   if (src.type != out.type)
     throw unsupported_dtype(std::string("tally.index_add: argument 'src' has dtype ") + name_of(src.type) +
                             " but 'out' has " + name_of(out.type));
@@ -42,6 +42,9 @@ void index_add(const place& where, const matrix& out, const view& index, const m
       if (op == scatter_op::sum) {
         o.deterministic = deterministic.on;
         o.fixed_point_bits = deterministic.bits;
+        o.deterministic_sums = sums == index_add_sums::ordered       ? tally::index_add_sums::ordered
+                               : sums == index_add_sums::fixed_point ? tally::index_add_sums::fixed_point
+                                                                     : tally::index_add_sums::automatic;
       }
       o.src_stride = src.rows > 1 ? src.stride : 0;
       o.out_stride = out.rows > 1 ? out.stride : 0;

@@ -107,9 +107,11 @@ void scatter(const place& where, const view& out, const view& index, const view&
 /// (int32 or int64 index), min or max (int64 index). `checked`: indices
 /// outside [0, out.rows) raise tally::invalid_argument after the rows in
 /// range were applied (on the GPU this waits for the stream); unchecked
-/// skips them silently. `deterministic` (sum): fixed-point sums.
+/// skips them silently. `deterministic` (sum): deterministic sums, as
+/// `sums` says (tally::index_add_sums, validated by the bindings).
+enum class index_add_sums { automatic, fixed_point, ordered };
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
-               fixed_point deterministic, bool checked);
+               fixed_point deterministic, index_add_sums sums, bool checked);
 
 /// A square or rectangular CSR matrix: row `offsets` (rows + 1 entries) and
 /// `columns` of one integer dtype, `values` (columns.n entries) float32 or

@@ -98,6 +98,71 @@ def test_index_add_deterministic_is_order_independent_and_rounded_once(rng, dtyp
             assert first[k, j] == dtype(exact), (k, j)
 
 
+def tree_of(values):
+    """The balanced tree over `values`, padded to a power of two with empty leaves."""
+    def node(first, size):
+        if first >= len(values):
+            return None
+        if size == 1:
+            return values[first]
+        left, right = node(first, size // 2), node(first + size // 2, size // 2)
+        return left if right is None else left + right
+    padded = 1
+    while padded < len(values):
+        padded *= 2
+    return node(0, padded)
+
+
+def ordered_reference(out, index, src):
+    """Ordered sums from their definition: each index's rows in row order, cut
+    at every multiple of 256 of their positions among the rows sorted by
+    (index, row), pieces summed left to right in float32 (float64 for
+    float64), combined by the balanced tree, added to out, rounded once."""
+    acc = np.float64 if out.dtype == np.float64 else np.float32
+    result = out.copy()
+    order = np.argsort(index, kind="stable")
+    keys = index[order]
+    for k in np.unique(keys):
+        positions = np.nonzero(keys == k)[0]
+        for j in range(out.shape[1]):
+            pieces = []
+            for r, i in enumerate(order[positions]):
+                v = acc(src[i, j])
+                if r == 0 or (positions[0] + r) % 256 == 0:
+                    pieces.append(v)
+                else:
+                    pieces[-1] = acc(pieces[-1] + v)
+            result[k, j] = out.dtype.type(acc(acc(out[k, j]) + tree_of(pieces)))
+    return result
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_index_add_ordered_sums_follow_their_definition(rng, dtype):
+    rows, out_rows, cols = 3000, 40, 3
+    index = hot_index(rng, rows, out_rows)
+    # Values over many exponents: any other order of the additions shows in the bits.
+    src = (rng.uniform(-1, 1, (rows, cols)) * 2.0 ** rng.integers(-10, 3 if dtype == np.float16 else 16,
+                                                                   (rows, cols))).astype(dtype)
+    out = rng.uniform(-1, 1, (out_rows, cols)).astype(dtype)
+    want = ordered_reference(out, index, src)
+    got = tally.index_add(out.copy(), index, src, deterministic=True, sums="ordered")
+    assert got.tobytes() == want.tobytes()
+    fixed = tally.index_add(out.copy(), index, src, deterministic=True, sums="fixed_point")
+    assert fixed.tobytes() == tally.index_add(out.copy(), index, src, deterministic=True).tobytes()  # small: fixed point
+    assert fixed.tobytes() != got.tobytes()
+
+
+def test_index_add_sums_argument_is_checked():
+    out, index, src = np.zeros((2, 2)), np.array([0, 1]), np.ones((2, 2))
+    with pytest.raises(ValueError, match="argument 'sums'.*'automatic', 'fixed_point', 'ordered'"):
+        tally.index_add(out, index, src, deterministic=True, sums="exact")
+    with pytest.raises(ValueError, match="argument 'sums' applies only with deterministic=True"):
+        tally.index_add(out, index, src, sums="ordered")
+    with pytest.raises(ValueError, match="fixed_point_bits.*ordered"):
+        tally.index_add(out, index, src, deterministic=True, sums="ordered", fixed_point_bits=20)
+    assert out.tolist() == [[0, 0], [0, 0]]
+
+
 def test_index_add_nan_and_inf_propagate():
     out = np.zeros((3, 2))
     src = np.array([[1.0, np.nan], [np.inf, 2.0], [-np.inf, 1.0], [5.0, 5.0]])

@@ -68,18 +68,46 @@ def test_torch_deterministic_bits_across_runs_orders_and_backends(dtype):
     index = hot_index(rows, out_rows)
     src = torch.randn(rows, cols, device="cuda", dtype=dt)
     base = torch.randn(out_rows, cols, device="cuda", dtype=dt)
-    first = tally.index_add(base.clone(), index, src, deterministic=True)
+    # Fixed-point sums (automatic would take ordered sums for float64 here): any order of the rows.
+    det = {"deterministic": True, "sums": "fixed_point"}
+    first = tally.index_add(base.clone(), index, src, **det)
     perm = torch.randperm(rows, device="cuda")
-    assert bits(tally.index_add(base.clone(), index[perm], src[perm], deterministic=True)) == bits(first)
-    assert bits(tally.index_add(base.clone(), index, src, deterministic=True)) == bits(first)
+    assert bits(tally.index_add(base.clone(), index[perm], src[perm], **det)) == bits(first)
+    assert bits(tally.index_add(base.clone(), index, src, **det)) == bits(first)
     # The CPU backend (torch CPU tensors through DLPack) gives the same bits.
-    assert bits(tally.index_add(base.cpu(), index.cpu(), src.cpu(), deterministic=True)) == bits(first)
+    assert bits(tally.index_add(base.cpu(), index.cpu(), src.cpu(), **det)) == bits(first)
     exact = base.double().index_add_(0, index, src.double())
     scale = base.double().abs().index_add_(0, index, src.double().abs())
     u = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-11, "bfloat16": 2.0**-8}[dtype]
     # Rounded twice to the dtype (the sum, then out + sum), plus the
     # quantisation 2^-s per row (s >= 61 - 3 - 16 for |v| < 8, 50000 rows).
     assert bool(((first.double() - exact).abs() <= 2 * u * (scale + exact.abs()) + rows * 2.0**-40).all())
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_torch_ordered_sums_bits_across_runs_and_backends(dtype):
+    # 25.6 / 12.8 MB of src in rows of 512 / 256 bytes: automatic sums are ordered for
+    # float32 (16 MB or more), fixed point for bfloat16; ordered asked for both.
+    rows, out_rows, cols = 50000, 700, 128
+    dt = getattr(torch, dtype)
+    index = hot_index(rows, out_rows)
+    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    base = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    first = tally.index_add(base.clone(), index, src, deterministic=True, sums="ordered")
+    assert bits(tally.index_add(base.clone(), index, src, deterministic=True, sums="ordered")) == bits(first)
+    assert bits(tally.index_add(base.cpu(), index.cpu(), src.cpu(), deterministic=True, sums="ordered")) == bits(first)
+    automatic = tally.index_add(base.clone(), index, src, deterministic=True)
+    fixed = tally.index_add(base.clone(), index, src, deterministic=True, sums="fixed_point")
+    assert bits(automatic) == bits(first if dtype == "float32" else fixed)
+    exact = base.double().index_add_(0, index, src.double())
+    scale = base.double().abs().index_add_(0, index, src.double().abs())
+    count = torch.zeros(out_rows, 1, device="cuda", dtype=torch.float64).index_add_(
+        0, index, torch.ones(rows, 1, device="cuda", dtype=torch.float64))
+    u = {"float32": 2.0**-24, "bfloat16": 2.0**-8}[dtype]
+    # float32 sums of a piece (<= 256 rows) and a tree of depth log2(pieces), one rounding to the dtype.
+    depth = 256 + torch.log2(count / 256 + 1).ceil()
+    assert bool(((first.double() - exact).abs() <= u * exact.abs() + depth * 2.0**-24 * scale * 1.01).all())
 
 
 @needs_torch

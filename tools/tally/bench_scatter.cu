@@ -5,7 +5,7 @@
 // (50 %, 10 %, none). Other widths keep the bytes of src. Rows: tally's
 // automatic strategy (warp-aggregated rows), forced plain atomics (one atomic
 // per element, what a straightforward kernel does) and the deterministic
-// mode, in f32, bf16 and f64. PyTorch and CuPy are timed on the same problems
+// mode (its automatic sums, and fixed point), in f32, bf16 and f64. PyTorch and CuPy are timed on the same problems
 // by python/bench/bench_torch.py. A row whose one call takes over 100 ms is
 // timed with few calls, over 2 s not run (both said in its note).
 //
@@ -182,9 +182,11 @@ class scatter_bench {
             "rest uniform, in random order). GB/s counts src and index read once and every output row read and "
             "written once (the issue's floor).",
         "tally = automatic (warp-aggregated rows); plain atomics = one atomic per element; deterministic = "
-        "fixed point with a derived scale (one more read of src for its largest value); given scale = "
-        "fixed_point_bits = 61 - ceil(log2 rows), which every |value| <= 1 allows (no such read). PyTorch's "
-        "index_add_ on the same problems: python/bench/bench_torch.py."};
+        "automatic sums (ordered here: each index's rows summed in row order by the sorted runs, pieces of 256 "
+        "combined by the fixed tree); deterministic fixed point = int64 sums with a derived scale (one more read "
+        "of src for its largest value); given scale = fixed point with fixed_point_bits = 61 - ceil(log2 rows), "
+        "which every |value| <= 1 allows (no such read). PyTorch's index_add_ on the same problems: "
+        "python/bench/bench_torch.py."};
     bench::owned_stream owned;
     const cudaStream_t stream = owned.get();
     auto h = bench::gpu_harness(report_, stream, s_.common.trials);
@@ -243,11 +245,13 @@ class scatter_bench {
     workspace ws;
     const auto gpu = tally::gpu.on(stream).with(ws);
     const auto add = [&](const std::string& name, histogram_strategy strategy, bool deterministic,
-                         int fixed_point_bits = kDeriveFixedPointScale) {
+                         int fixed_point_bits = kDeriveFixedPointScale,
+                         index_add_sums sums = index_add_sums::automatic) {
       index_add_options opts;
       opts.strategy = strategy;
       opts.deterministic = deterministic;
       opts.fixed_point_bits = fixed_point_bits;
+      opts.deterministic_sums = sums;
       opts.checks = check_mode::unchecked;  // the keys are valid; no flag to read back each call
       V* const o = out.data();
       const V* const s = src.data();
@@ -276,7 +280,8 @@ class scatter_bench {
     add("tally sorted rows", histogram_strategy::sorted_rows, false);
     if (s_.plain_atomics) add("tally plain atomics", histogram_strategy::plain_atomics, false);
     add("tally deterministic", histogram_strategy::automatic, true);
-    add("tally deterministic sorted rows", histogram_strategy::sorted_rows, true);
+    add("tally deterministic fixed point", histogram_strategy::automatic, true, kDeriveFixedPointScale,
+        index_add_sums::fixed_point);
     // A caller who knows the values' range gives the scale: every |value| is
     // at most 1 here, so 2^(61 - ceil(log2 n)) keeps each |v|·2^s below the
     // contract's 2^(62 - ceil(log2 n)), and the pass that derives it is skipped.

@@ -10,6 +10,8 @@
 //   run_index_add_deterministic(backend, rows, out, options)
 //       the same for plus as fixed-point sums (histogram_options::deterministic,
 //       with n = rows), each output element rounded once.
+//   run_index_add_ordered(backend, rows, out, options)
+//       the same for plus as ordered sums (index_add_sums::ordered).
 //
 // check_backend_memory (core/scatter_calls.hpp) checks that a pointer is
 // memory the backend can use.
@@ -22,6 +24,7 @@
 
 #include "tally/core/backend.hpp"
 #include "tally/core/index_add_options.hpp"
+#include "tally/core/index_add_sums.hpp"
 #include "tally/core/index_add_validate.hpp"
 #include "tally/core/operators.hpp"
 #include "tally/core/row_scatter.hpp"
@@ -39,6 +42,10 @@ template <class I, class V>
 void run_index_add_deterministic(const cpu_backend&, const row_scatter<I, V>&, V* out, const index_add_options&);
 template <class I, class V>
 void run_index_add_deterministic(const gpu_backend&, const row_scatter<I, V>&, V* out, const index_add_options&);
+template <class I, class V>
+void run_index_add_ordered(const cpu_backend&, const row_scatter<I, V>&, V* out, const index_add_options&);
+template <class I, class V>
+void run_index_add_ordered(const gpu_backend&, const row_scatter<I, V>&, V* out, const index_add_options&);
 
 template <class V>
 inline constexpr bool is_index_add_value_v =
@@ -116,7 +123,9 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
                                   std::max<std::int64_t>(out_rows, 0),
                                   out_stride,
                                   checked};
+  [[maybe_unused]] const index_add_sums sums = resolve_index_add_sums(problem, opts);  // its checks for every call
   if constexpr (std::is_same_v<Op, plus>) {
+    if (opts.deterministic && sums == index_add_sums::ordered) return run_index_add_ordered(backend, problem, out, opts);
     if (opts.deterministic) return run_index_add_deterministic(backend, problem, out, opts);
   }
   execute_index_add(backend, problem, out, op, opts);

@@ -106,6 +106,29 @@ TALLY_HD_INLINE maybe<T> balanced(maybe<T> (&values)[K], const Op& op) {
   return values[0];
 }
 
+/// The tree over `count` leaves (V = 1: leaf(j) is node(0, j)), evaluated in
+/// one pass with a stack of at most MaxLevels + 1 partial nodes: after leaf j
+/// the stack holds the complete subtrees of the aligned ranges that the bits
+/// of j + 1 name, and the last partial ones are combined right to left, as
+/// the padding's empty leaves leave them. The same result as
+/// reduce_reference over `count` single-element vectors, host and device.
+/// Pre: 0 < count < 2^MaxLevels.
+template <int MaxLevels, class T, class Leaf, class Op>
+TALLY_HD_INLINE T balanced_fold(std::int64_t count, const Leaf& leaf, const Op& op) {
+  T stack[MaxLevels + 1];
+  int top = 0;  // entries in use
+  for (std::int64_t j = 0; j < count; ++j) {
+    stack[top++] = leaf(j);
+    // A subtree is complete when j + 1 is a multiple of its size: merge
+    // siblings while the low bits of j + 1 are zeros.
+    for (std::uint64_t done = static_cast<std::uint64_t>(j) + 1; (done & 1) == 0; done >>= 1, --top)
+      stack[top - 2] = op(stack[top - 2], stack[top - 1]);
+  }
+  T result = stack[top - 1];
+  for (int k = top - 2; k >= 0; --k) result = op(stack[k], result);
+  return result;
+}
+
 /// Evaluates the tree over `vectors` vectors, vector(j) giving vector j's
 /// left fold. Returns empty when vectors == 0. Sequential, for reference.
 template <class T, class VectorFold, class Op>

@@ -24,6 +24,7 @@
 #include "tally/core/fixed_point.hpp"
 #include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/index_add_calls.hpp"
+#include "tally/core/tree.hpp"
 #include "tally/cpu/histogram.hpp"
 
 namespace tally::detail {
@@ -194,6 +195,80 @@ void sum_tiles(int threads, const row_scatter<I, V>& p, V* out, const row_bucket
   }
 }
 
+/// Ordered sums (index_add_sums::ordered) of every tile of `b`: a tile's
+/// rows are its block's rows in row order, so the r-th row of key k lies at
+/// sorted position first(k) + r, first(k) = b.start[block] + the rows of the
+/// block's smaller keys. Each key's rows are summed into its pieces (cut at
+/// multiples of kOrderedPieceRows of the positions), left to right in Acc, and
+/// the pieces combined by tree::balanced_fold before the one rounding into
+/// out. Work per tile: its rows, and its distinct keys sorted (never the
+/// block's whole key range, which sparse keys would make most of the work).
+template <class I, class V>
+void sum_tiles_ordered(int threads, const row_scatter<I, V>& p, V* out, const row_buckets& b) {
+  using Acc = default_accumulator_t<V>;
+  constexpr std::int64_t P = kOrderedPieceRows;
+  const std::vector<tile> tiles = make_tiles(b, p.cols, threads);
+  const std::int64_t kpb = b.keys_per_block;
+#pragma omp parallel num_threads(threads)
+  {
+    // Per key of a block (zero between tiles): rows seen, then the key's
+    // first position and its first piece.
+    std::vector<std::int64_t> count(static_cast<std::size_t>(kpb), 0), first(static_cast<std::size_t>(kpb), 0),
+        piece_base(static_cast<std::size_t>(kpb), 0);
+    std::vector<std::int64_t> present;  // the tile's distinct keys (local), ascending
+    std::vector<Acc> pieces;            // every key's pieces × the tile's width
+#pragma omp for schedule(dynamic)
+    for (std::size_t t = 0; t < tiles.size(); ++t) {
+      const tile& tl = tiles[t];
+      const std::int64_t k0 = tl.block * kpb, width = tl.col1 - tl.col0;
+      const std::int64_t begin = b.start[static_cast<std::size_t>(tl.block)];
+      const std::int64_t end = b.start[static_cast<std::size_t>(tl.block) + 1];
+      const auto local_key = [&](std::int64_t pos) {
+        return static_cast<std::size_t>(static_cast<std::int64_t>(p.index[b.order[static_cast<std::size_t>(pos)]]) - k0);
+      };
+      present.clear();
+      for (std::int64_t pos = begin; pos < end; ++pos)
+        if (count[local_key(pos)]++ == 0) present.push_back(static_cast<std::int64_t>(local_key(pos)));
+      std::sort(present.begin(), present.end());
+      const auto pieces_of = [&](std::size_t l) { return (first[l] + count[l] - 1) / P - first[l] / P + 1; };
+      std::int64_t position = begin, total_pieces = 0;
+      for (const std::int64_t key : present) {
+        const auto l = static_cast<std::size_t>(key);
+        first[l] = position;
+        piece_base[l] = total_pieces;
+        total_pieces += pieces_of(l);
+        position += count[l];
+      }
+      pieces.resize(static_cast<std::size_t>(total_pieces * width));
+      for (const std::int64_t key : present) count[static_cast<std::size_t>(key)] = 0;  // now: rows placed
+      for (std::int64_t pos = begin; pos < end; ++pos) {
+        const std::int64_t i = b.order[static_cast<std::size_t>(pos)];
+        const std::size_t l = local_key(pos);
+        const std::int64_t r = count[l]++, at = first[l] + r;
+        Acc* a = pieces.data() + (piece_base[l] + at / P - first[l] / P) * width;
+        const V* s = p.src + i * p.src_stride + tl.col0;
+        // A piece's sum starts at its first row's values (0 + (−0) would lose a sign).
+        if (r == 0 || at % P == 0)
+          for (std::int64_t j = 0; j < width; ++j) a[j] = convert<Acc>(s[j]);
+        else
+          for (std::int64_t j = 0; j < width; ++j) a[j] = a[j] + convert<Acc>(s[j]);
+      }
+      for (const std::int64_t key : present) {
+        const auto l = static_cast<std::size_t>(key);
+        const std::int64_t n = pieces_of(l);
+        const Acc* base = pieces.data() + piece_base[l] * width;
+        V* o = out + (k0 + key) * p.out_stride + tl.col0;
+        for (std::int64_t j = 0; j < width; ++j) {
+          const Acc sum = tree::balanced_fold<62, Acc>(
+              n, [&](std::int64_t q) { return base[q * width + j]; }, [](Acc x, Acc y) { return x + y; });
+          o[j] = convert<V>(convert<Acc>(o[j]) + sum);
+        }
+        count[l] = 0;
+      }
+    }
+  }
+}
+
 /// Threads for a call of rows × cols elements.
 inline int threads_for(const cpu_backend& cpu, std::int64_t rows, std::int64_t cols) {
   const std::int64_t elements = rows > std::numeric_limits<std::int64_t>::max() / cols ? rows : rows * cols;
@@ -265,6 +340,19 @@ void run_index_add_deterministic(const cpu_backend& cpu, const row_scatter<I, V>
     first_bad = b.first_bad;
   }
   report(p, first_bad, bad != 0, opts);
+}
+
+template <class I, class V>
+void run_index_add_ordered(const cpu_backend& cpu, const row_scatter<I, V>& p, V* out, const index_add_options& opts) {
+  using namespace cpu_index_add;
+  std::int64_t first_bad = -1;
+  if (p.rows > 0 && p.cols > 0) {
+    const int threads = threads_for(cpu, p.rows, p.cols);
+    const row_buckets b = bucket_rows(threads, p, sizeof(default_accumulator_t<V>));
+    sum_tiles_ordered(threads, p, out, b);
+    first_bad = b.first_bad;
+  }
+  report(p, first_bad, false, opts);
 }
 
 }  // namespace tally::detail

@@ -4,7 +4,8 @@
 // (dispatch/index_add_launch.cuh), or, for sorted_rows, the key pass, CUB's
 // radix sort and the run kernel (kernels/index_add_sorted.cuh); a
 // deterministic call adds the kernels around its int64 sums
-// (kernels/index_add_fixed_point.cuh). All in stream
+// (kernels/index_add_fixed_point.cuh), or, for ordered sums, the sorted
+// runs' two finishing passes (kernels/index_add_ordered.cuh). All in stream
 // order, without waiting, except to report errors found on the device in
 // checked mode (bad indices, values outside the fixed-point contract), which
 // reads the error words back -- unless histogram_options::errors is given,
@@ -28,6 +29,7 @@
 #include "tally/cuda/kernels/histogram_errors.cuh"
 #include "tally/cuda/kernels/histogram_fixed_point.cuh"
 #include "tally/cuda/kernels/index_add_fixed_point.cuh"
+#include "tally/cuda/kernels/index_add_ordered.cuh"
 #include "tally/cuda/kernels/index_add_sorted.cuh"
 #include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
@@ -36,34 +38,11 @@ namespace tally::detail {
 
 namespace gpu_index_add {
 
-/// Whether sorted_rows can take a call: row numbers, keys and the mark of a
-/// row out of range (out_rows itself) in 32 bits.
-inline bool sorted_rows_fit(std::int64_t rows, std::int64_t out_rows) {
-  return rows <= std::int64_t{0xffffffff} && out_rows < std::int64_t{0xffffffff};
-}
-
-/// The automatic choice: sorted_rows on inputs large enough to amortise the
-/// sort (16 MB of src), for rows of at least 32 bytes; warp-aggregated
-/// atomics otherwise. Measured on the H100, µs, half the rows to one key /
-/// uniform keys, sorted against aggregated:
-///   f32 × 128 (7.77 M rows into 1.72 M)  2297 / 2375 against 3938 / 4733
-///   bf16 × 128                           2273 / 2417 against 2538 / 2388
-///   f32 × 16 (62 M rows)                 4391 / 4870 against 28873 / 7656
-///   bf16 × 16 (32-byte rows)             5953 / 6574 against 15691 / 3987
-/// and deterministic, sorted against the int64 sums of aggregated atomics:
-///   bf16 × 16 14237 / 15529 against 81307 / 17053 (every other case wider apart).
-/// The sort costs the same whatever the row width, so at 32-byte rows uniform
-/// keys pay 1.65× for it (6.6 ms against 4.0) while skewed keys gain 2.6×
-/// (15.7 ms against 6.0): the choice bounds the worst case, since the keys'
-/// skew is not known when the strategy is picked.
-inline bool sorted_rows_pay(std::int64_t rows, std::int64_t cols, std::size_t value_bytes) {
-  const auto row_bytes = static_cast<std::size_t>(cols) * value_bytes;
-  return row_bytes >= 32u && static_cast<std::size_t>(rows) * row_bytes >= (std::size_t{1} << 24);
-}
-
 /// The strategy that runs (core/index_add_calls.hpp has rejected the ones
-/// index_add does not have). A forced sorted_rows the call cannot take is an
-/// error naming options.strategy.
+/// index_add does not have): automatic takes sorted_rows where it fits and
+/// pays (core/index_add_sums.hpp), warp-aggregated atomics elsewhere. A
+/// forced sorted_rows the call cannot take is an error naming
+/// options.strategy.
 template <class I, class V>
 histogram_strategy strategy_of(const row_scatter<I, V>& p, const histogram_options& opts) {
   switch (opts.strategy) {
@@ -267,6 +246,50 @@ void run_sorted_deterministic(const gpu_backend& gpu, const row_scatter<I, V>& p
     throw;
   }
   finish_reports(gpu, scratch.words, p, true, opts);
+}
+
+/// Ordered sums (index_add_sums::ordered): the sort, the runs summed in the
+/// accumulator type (owned runs applied at once, the pieces of shared runs
+/// into their tasks' head and tail slots), then the shared runs' trees,
+/// applied. Scratch: the sort's, and two slots of the accumulator type per
+/// task of kSortedChunk sorted rows and column.
+template <class I, class V>
+void run_index_add_ordered(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out,
+                           const index_add_options& opts) {
+  using namespace gpu_index_add;
+  using Acc = default_accumulator_t<V>;
+  if (p.rows == 0 || p.cols == 0) {  // nothing to sort or sum; the reports only
+    execute_index_add(gpu, p, out, plus{}, opts);
+    if (opts.chosen) *opts.chosen = histogram_strategy::sorted_rows;
+    return;
+  }
+  if (p.report_out_of_range && !opts.errors) gpu_histogram::refuse_waiting_capture(gpu, kIndexAdd);
+  const std::int64_t tasks = iak::sorted_tasks(p.rows);
+  const std::size_t slots_bytes =
+      checked_bytes(static_cast<std::uint64_t>(tasks), static_cast<std::uint64_t>(p.cols) * sizeof(Acc), 0);
+  const sorted_rows_scratch scratch = carve_sorted_rows_scratch(
+      scratch_for(gpu), p.rows, sort_temp_bytes(p.rows, sort_end_bit(p.out_rows), gpu.stream),
+      checked_bytes(2, slots_bytes, 0), gpu.stream);
+  Acc* heads = reinterpret_cast<Acc*>(scratch.sums);
+  Acc* tails = heads + tasks * p.cols;
+  try {
+    sort_rows_by_key(gpu, p, scratch, scratch.temp_bytes, opts);
+    launch_sorted_runs(gpu, p, scratch, iak::ordered_runs<V>{out, p.out_stride, heads, tails, p.cols}, opts);
+    const auto* keys = static_cast<const unsigned*>(scratch.keys[1]);
+    const auto nodes = iak::ordered_nodes_kernel<I, V>;
+    launch("launch of tally::kernels::index_add::ordered_nodes_kernel",
+           launch_config(dim3(index_add_grid(nodes, tasks * p.cols, opts)), dim3(iak::kThreads), 0, gpu.stream),
+           nodes, p, keys, heads, tails, out);
+    const auto long_runs = iak::ordered_long_runs_kernel<I, V>;
+    launch("launch of tally::kernels::index_add::ordered_long_runs_kernel",
+           launch_config(dim3(index_add_grid(long_runs, tasks * p.cols, opts)), dim3(iak::kThreads), 0, gpu.stream),
+           long_runs, p, keys, static_cast<const Acc*>(heads), static_cast<const Acc*>(tails), out);
+    if (opts.chosen) *opts.chosen = histogram_strategy::sorted_rows;
+  } catch (...) {
+    clear_words(gpu, scratch.words);
+    throw;
+  }
+  finish_reports(gpu, scratch.words, p, false, opts);
 }
 
 template <class I, class V>

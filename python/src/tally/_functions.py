@@ -433,10 +433,11 @@ def _scatter(function, out, index, src, op, deterministic, fixed_point_bits, che
 
 
 _INDEX_ADD_OPS = ("sum", "amin", "amax")
+_INDEX_ADD_SUMS = ("automatic", "fixed_point", "ordered")
 
 
-def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point_bits=None,  # noqa: A002
-              check_indices=True, stream=None):
+def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="automatic",  # noqa: A002
+              fixed_point_bits=None, check_indices=True, stream=None):
     """out[index[i], :] = reduce(out[index[i], :], src[i, :]) for every i, in place.
 
     PyTorch's out.index_add_(0, index, src) (reduce="sum") and
@@ -460,17 +461,27 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
         distance).
     reduce : "sum", "amin" or "amax".
     deterministic : bool
-        For "sum": fixed-point sums (tally's histogram_options.deterministic
-        with n = len(index)): every element of out gets the exact sum of its
-        (quantised) rows rounded once, so out is bitwise identical run to run,
-        for any order of the rows and on both backends; float16/bfloat16
-        sums are then correctly rounded. A NaN/inf (or too large) value in a
-        row that lands is a ValueError naming 'src' after the other rows were
-        applied (on the GPU this waits for the stream). "amin"/"amax" are
-        deterministic anyway.
+        For "sum": out is bitwise identical run to run and on both backends,
+        summed as `sums` says. "amin"/"amax" are deterministic anyway.
+    sums : "automatic", "fixed_point" or "ordered"
+        How deterministic sums are computed (tally's index_add_sums):
+        "fixed_point": tally's histogram_options.deterministic with
+        n = len(index): every element of out gets the exact sum of its
+        (quantised) rows rounded once, for any order of the rows;
+        float16/bfloat16 sums are then correctly rounded. A NaN/inf (or too
+        large) value in a row that lands is a ValueError naming 'src' after
+        the other rows were applied (on the GPU this waits for the stream).
+        "ordered": each index's rows summed in row order in float32 (float64
+        for float64), in pieces of 256 of the rows sorted by (index, row)
+        combined by tally's fixed tree, then added to out with one rounding:
+        no range limit and no value errors (NaN/inf propagate), the bits
+        depend on the order of the rows; as fast as the non-deterministic
+        sorted path. "automatic" (default): "ordered" where the GPU sorts the
+        rows (rows of 32 bytes or more, 16 MB of src or more) and no
+        fixed_point_bits is given, "fixed_point" otherwise, on both backends.
     fixed_point_bits : int, optional
         With deterministic=True: the fixed-point scale, given instead of
-        derived (see tally.histogram).
+        derived (see tally.histogram); implies fixed-point sums.
         (Ignored for "amin"/"amax".)
     check_indices : bool
         True (default): an index outside [0, out.shape[0]) is a ValueError
@@ -498,6 +509,11 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
     deterministic = _flag("index_add", "deterministic", deterministic)
     check_indices = _flag("index_add", "check_indices", check_indices)
     bits = _fixed_point_bits("index_add", deterministic, fixed_point_bits)
+    if sums not in _INDEX_ADD_SUMS:
+        raise ValueError(f"tally.index_add: argument 'sums' is {sums!r}; one of "
+                         f"{', '.join(map(repr, _INDEX_ADD_SUMS))}")
+    if sums != "automatic" and not deterministic:
+        raise ValueError("tally.index_add: argument 'sums' applies only with deterministic=True")
     out_rows, src_rows = _as_rows(out, "out"), _as_rows(src, "src")
     if out_rows is not out or src_rows is not src:
         if tuple(out.shape[1:]) != tuple(src.shape[1:]):
@@ -506,7 +522,8 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, fixed_point
     infos, objects, handle = _prepare("index_add", stream, out=out_rows, index=index, src=src_rows)
     det = deterministic and reduce == "sum"  # min/max are order-independent already
     # The output is written, so it goes to the core as the caller's array itself.
-    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, bits, check_indices, handle)
+    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, sums if det else "automatic",
+                    bits, check_indices, handle)
     return out
 
 

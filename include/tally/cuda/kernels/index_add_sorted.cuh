@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "tally/core/fixed_point_rounding.hpp"
+#include "tally/core/index_add_sums.hpp"
 #include "tally/core/row_scatter.hpp"
 #include "tally/cuda/kernels/histogram_common.cuh"
 #include "tally/cuda/kernels/index_add_common.cuh"
@@ -22,8 +23,9 @@ namespace tally::kernels::index_add {
 
 /// Sorted positions a warp takes at a time. Larger: fewer atomics on the
 /// pieces of long runs (a key that takes half of 7.77 M rows is cut into
-/// 15 000 pieces); smaller: more warps on short inputs.
-inline constexpr int kSortedChunk = 256;
+/// 15 000 pieces); smaller: more warps on short inputs. Ordered sums
+/// (index_add_sums::ordered) define their pieces by it.
+inline constexpr int kSortedChunk = static_cast<int>(::tally::detail::kOrderedPieceRows);
 /// Rows of a run whose loads a lane issues together (memory-level parallelism).
 /// 8 was slower for bfloat16 (3.7 against 2.3 ms at 128 wide: more registers).
 inline constexpr int kSortedUnroll = 4;
@@ -97,6 +99,35 @@ __device__ __forceinline__ void update_owned(V* o, const Acc (&acc)[kChunk<V>], 
   }
 }
 
+/// The first sorted position of `key` in keys[0, end) (keys sorted).
+__device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std::int64_t end, unsigned key) {
+  std::int64_t lo = 0, hi = end;
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/// Where a piece of a run that several tasks share lies: in task `task`
+/// (positions s0 .. s0 + kSortedChunk), as its first run, which began in an
+/// earlier task (`head`), or as its last, which begins in it and goes on past
+/// it. A run that covers the whole task is its head.
+struct piece_at {
+  std::int64_t task;
+  bool head;
+  const unsigned* keys;
+  std::int64_t s0;
+  unsigned run;
+  /// The task that holds the run's first position.
+  __device__ __forceinline__ std::int64_t first_task() const {
+    return head ? first_position(keys, s0, run) / kSortedChunk : task;
+  }
+};
+
 /// How sorted_rows_kernel sums and applies runs, plain: values in the
 /// accumulator type; a run no other task shares updates its output row in
 /// place (update_owned), a piece of a shared run goes through the sink's
@@ -120,7 +151,7 @@ struct plain_runs {
     update_owned(out + key * out_stride + c, acc, count, op);
   }
   __device__ __forceinline__ void piece(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
-                                        std::int64_t) const {
+                                        const piece_at&) const {
     sink.add(key, c, acc, count);
   }
 };
@@ -170,26 +201,43 @@ struct fixed_point_runs {
       if (e < count) o[e] = ::tally::detail::add_rounded(o[e], ::tally::detail::fixed_point_to<V>(acc[e], s));
   }
   __device__ __forceinline__ void piece(std::int64_t, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
-                                        std::int64_t slot) const {
-    unsigned long long* p = sums + slot * cols + c;
+                                        const piece_at& at) const {
+    unsigned long long* p = sums + at.first_task() * cols + c;
 #pragma unroll
     for (int e = 0; e < kChunk<V>; ++e)
       if (e < count && acc[e] != 0) atomicAdd(p + e, static_cast<unsigned long long>(acc[e]));
   }
 };
 
-/// The first sorted position of `key` in keys[0, end) (keys sorted).
-__device__ __forceinline__ std::int64_t first_position(const unsigned* keys, std::int64_t end, unsigned key) {
-  std::int64_t lo = 0, hi = end;
-  while (lo < hi) {
-    const std::int64_t mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key)
-      lo = mid + 1;
-    else
-      hi = mid;
+/// Ordered runs (index_add_sums::ordered): values in the accumulator type,
+/// summed left to right; an owned run is added to its output row in place
+/// (its one piece is the whole tree), and a piece of a shared run is stored
+/// in its task's head or tail slot, which the ordered finishing kernels
+/// (index_add_ordered.cuh) combine by the fixed tree. Unrolled, as plain_runs.
+template <class V>
+struct ordered_runs {
+  using acc_type = default_accumulator_t<V>;
+  V* out;
+  std::int64_t out_stride;
+  acc_type* heads;  ///< tasks × cols: the piece of the run each task continues
+  acc_type* tails;  ///< tasks × cols: the piece of the run that begins in a task and goes on past it
+  std::int64_t cols;
+  static constexpr bool kRolled = false;
+  __device__ __forceinline__ ordered_runs resolved() const { return *this; }
+  __device__ __forceinline__ acc_type value(const V& v) const { return convert<acc_type>(v); }
+  __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const { return a + b; }
+  __device__ __forceinline__ void owned(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>],
+                                        int count) const {
+    update_owned(out + key * out_stride + c, acc, count, plus{});
   }
-  return lo;
-}
+  __device__ __forceinline__ void piece(std::int64_t, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
+                                        const piece_at& at) const {
+    acc_type* slot = (at.head ? heads : tails) + at.task * cols + c;
+#pragma unroll
+    for (int e = 0; e < kChunk<V>; ++e)
+      if (e < count) slot[e] = acc[e];
+  }
+};
 
 /// out[key] ⊕= src rows, for the sorted positions of p's rows: keys (sorted,
 /// out_rows for rows out of range, which sort last) and rows_of (each
@@ -239,9 +287,7 @@ __global__ void __launch_bounds__(kThreads, kSortedMinBlocks)
       if (count == 0) return;
       const auto key = static_cast<std::int64_t>(run);
       if (!shared_run) return runs.owned(key, c, acc, count);
-      // Its slot: the task that holds the run's first position.
-      const std::int64_t slot = first_run && run == before ? first_position(keys, s0, run) / kSortedChunk : chunk;
-      runs.piece(key, c, acc, count, slot);
+      runs.piece(key, c, acc, count, piece_at{chunk, first_run && run == before, keys, s0, run});
     };
     // One row of the run's positions: key (none: the rest of the task is rows
     // out of range or past s1, group-uniform) and its values.
