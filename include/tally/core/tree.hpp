@@ -112,7 +112,7 @@ TALLY_HD_INLINE maybe<T> balanced(maybe<T> (&values)[K], const Op& op) {
 /// of j + 1 name, and the last partial ones are combined right to left, as
 /// the padding's empty leaves leave them. The same result as
 /// reduce_reference over `count` single-element vectors, host and device.
-/// Pre: 0 < count < 2^MaxLevels.
+/// Pre: 0 < count <= 2^MaxLevels.
 template <int MaxLevels, class T, class Leaf, class Op>
 TALLY_HD_INLINE T balanced_fold(std::int64_t count, const Leaf& leaf, const Op& op) {
   T stack[MaxLevels + 1];
@@ -127,6 +127,30 @@ TALLY_HD_INLINE T balanced_fold(std::int64_t count, const Leaf& leaf, const Op& 
   T result = stack[top - 1];
   for (int k = top - 2; k >= 0; --k) result = op(stack[k], result);
   return result;
+}
+
+/// balanced_fold, reading the leaves 2^BatchLevels at a time: each aligned
+/// batch is one subtree, its leaves loaded together (their loads in flight
+/// at once, where balanced_fold's would wait on each other through its
+/// stack) and combined by balanced() with the missing ones empty. The same
+/// result as balanced_fold. Pre: 0 < count <= 2^MaxLevels, BatchLevels <=
+/// MaxLevels.
+template <int MaxLevels, int BatchLevels, class T, class Leaf, class Op>
+TALLY_HD_INLINE T balanced_fold_batched(std::int64_t count, const Leaf& leaf, const Op& op) {
+  constexpr int kBatch = 1 << BatchLevels;
+  const std::int64_t batches = (count + kBatch - 1) / kBatch;
+  return balanced_fold<MaxLevels - BatchLevels, T>(
+      batches,
+      [&](std::int64_t b) {
+        maybe<T> v[kBatch];
+        TALLY_UNROLL
+        for (int i = 0; i < kBatch; ++i) {
+          const std::int64_t j = b * kBatch + i;
+          v[i] = {j < count ? leaf(j) : T{}, j < count};
+        }
+        return balanced(v, op).value;
+      },
+      op);
 }
 
 /// Evaluates the tree over `vectors` vectors, vector(j) giving vector j's
