@@ -182,8 +182,9 @@ class scatter_bench {
             "rest uniform, in random order). GB/s counts src and index read once and every output row read and "
             "written once (the issue's floor).",
         "tally = automatic (warp-aggregated rows); plain atomics = one atomic per element; deterministic = "
-        "automatic sums (ordered here: each index's rows summed in row order by the sorted runs, pieces of 256 "
-        "combined by the fixed tree); deterministic fixed point = int64 sums with a derived scale (one more read "
+        "automatic sums (ordered where the sort pays, rows of 32 bytes or more and 16 MB of src or more: each "
+        "index's rows summed in row order by the sorted runs, pieces of 256 combined by the fixed tree; fixed "
+        "point otherwise); deterministic fixed point = int64 sums with a derived scale (one more read "
         "of src for its largest value); given scale = fixed point with fixed_point_bits = 61 - ceil(log2 rows), "
         "which every |value| <= 1 allows (no such read). PyTorch's index_add_ on the same problems: "
         "python/bench/bench_torch.py."};
