@@ -183,6 +183,45 @@ TYPED_TEST(IndexAddOrdered, LongRunsNaNAndInfinity) {
   check_long_runs<TypeParam, bfloat16>();
 }
 
+/// Runs at the edges of the GPU's two finishing passes, in sorted positions:
+/// one that starts at a task boundary and spans exactly 1024 pieces (the
+/// first pass alone), 1025 (the second pass, two subtrees), 2049 (three, the
+/// last of one leaf), one that starts mid-task, and one ending at a task end;
+/// rows shuffled, rows out of range among them (never counted in the
+/// positions). Checked mode: the rows in range are all applied, then the
+/// first bad row is reported.
+template <class Side>
+void check_runs_at_the_pass_edges() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  constexpr std::int64_t P = 256;
+  // Rows of keys 0..4 (sorted positions: key 1 starts at 3·P, key 2 at 1027·P, ...).
+  const std::int64_t lengths[] = {3 * P, 1024 * P, 1024 * P + 1, 2048 * P + 10, 3 * P - 11};
+  const std::int64_t bad = 37, out_rows = 6, cols = 2;
+  std::vector<std::int64_t> keys;
+  for (std::int64_t k = 0; k < 5; ++k) keys.insert(keys.end(), static_cast<std::size_t>(lengths[k]), k);
+  for (std::int64_t i = 0; i < bad; ++i) keys.push_back(i % 2 ? -1 : out_rows);
+  for (std::size_t i = keys.size() - 1; i > 0; --i)
+    std::swap(keys[i], keys[static_cast<std::size_t>(rng.integer(0, static_cast<std::int64_t>(i)))]);
+  const auto rows = static_cast<std::int64_t>(keys.size());
+  row_case<std::int64_t, float> c(rows, cols, out_rows, 0, 0, 0);
+  c.index = keys;
+  c.fill([&] { return spread_value<float>(rng, -10, 12); });
+  const auto want = ordered_reference(c);
+  device_case<std::int64_t, float> d(Side::on_gpu, c);
+  std::int64_t first_bad = 0;
+  while (c.index[static_cast<std::size_t>(first_bad)] >= 0 && c.index[static_cast<std::size_t>(first_bad)] < out_rows)
+    ++first_bad;
+  d.reset(c);
+  expect_invalid([&] { run_case<Side>(d, c, plus{}, ordered_options()); },
+                 {"tally::index_add", "'index'", "[" + std::to_string(first_bad) + "]"});
+  const auto got = d.out.read();
+  EXPECT_TRUE(d.out.guards_intact());
+  EXPECT_TRUE(same_sums(got, want));
+}
+
+TYPED_TEST(IndexAddOrdered, RunsAtTheEdgesOfTheFinishingPasses) { check_runs_at_the_pass_edges<TypeParam>(); }
+
 /// deterministic_sums = automatic: ordered where the sort pays (rows of 32
 /// bytes or more, 16 MB of src or more) with a derived scale, fixed point
 /// otherwise -- the same choice on both backends, so the same bits.

@@ -15,7 +15,7 @@
 //
 // A key that takes half of 7.77 M rows has 15 000 leaves: 15 subtrees, then
 // one fold of 15 values, instead of 15 000 dependent additions in one thread;
-// each thread loads its leaves 32 at a time (kOrderedBatchLevels).
+// each thread loads its leaves 8 at a time (kOrderedBatchLevels).
 // A thread finds a run's extent by searching the keys at task starts (the
 // keys are sorted, so a run holds every task start between its ends).
 #pragma once
@@ -178,7 +178,7 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
     const std::int64_t last = last_task_of(keys, tasks, t + kOrderedNodeLeaves, key);
     const std::int64_t nodes = (last - t + kOrderedNodeLeaves) / kOrderedNodeLeaves;  // ceil(leaves / node)
     const run_leaves<const Acc> leaf{heads, tails, p.cols, t, at.col};
-    // leaves < 2^32 / kSortedChunk, so nodes < 2^(24 - kOrderedNodeLevels).
+    // leaves <= 2^32 / kSortedChunk (rows < 2^32), so nodes <= 2^(24 - kOrderedNodeLevels).
     const Acc sum = tree::balanced_fold_batched<24 - kOrderedNodeLevels, kOrderedBatchLevels, Acc>(
         nodes, [&](std::int64_t k) { return leaf[k * kOrderedNodeLeaves]; }, [](Acc a, Acc b) { return a + b; });
     apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + at.col, sum);

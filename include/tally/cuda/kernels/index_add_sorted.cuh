@@ -65,7 +65,7 @@ __host__ __device__ constexpr std::int64_t sorted_tiles(std::int64_t cols, int g
 
 /// keys[i] = index[i] where it lies in [0, out_rows), else out_rows (which
 /// sorts after every valid key and is never summed; recorded in `report`);
-/// rows_of[i] = i. Pre: out_rows < 2^32 − 1, rows <= 2^32.
+/// rows_of[i] = i. Pre: out_rows < 2^32 − 1, rows < 2^32 (sorted_rows_fit).
 template <class I>
 __global__ void __launch_bounds__(kThreads)
     sort_keys_kernel(const I* index, std::int64_t rows, std::int64_t out_rows, unsigned* keys, unsigned* rows_of,
