@@ -67,12 +67,6 @@ std::vector<V> fixed_point_reference(row_case<I, V>& c, int s) {
   return out;
 }
 
-/// Random values v·2^k with k in [lo, hi] (never zero), as V.
-template <class V>
-V scaled_value(random_source& rng, int lo, int hi) {
-  return convert<V>(std::ldexp(static_cast<double>(random_value<float>(rng)), static_cast<int>(rng.integer(lo, hi))));
-}
-
 /// Exponent range keeping half sums of up to 2000 rows below its largest value.
 template <class V>
 constexpr int top_exponent() {

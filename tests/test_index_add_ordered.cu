@@ -73,13 +73,6 @@ std::vector<V> ordered_reference(row_case<I, V>& c) {
   return out;
 }
 
-/// Random values v·2^k, k in [lo, hi], either sign: float sums of them
-/// depend on the order of the additions.
-template <class V>
-V spread_value(random_source& rng, int lo, int hi) {
-  return convert<V>(std::ldexp(static_cast<double>(random_value<float>(rng)), static_cast<int>(rng.integer(lo, hi))));
-}
-
 /// Largest exponent that keeps half's sums of a few thousand rows in range.
 template <class V>
 constexpr int top_exponent() {
@@ -119,7 +112,7 @@ void check_ordered_sums() {
       const keys pattern = cols == 8 ? keys::uniform : cols == 33 ? keys::all_on_one : keys::half_on_one;
       row_case<I, V> c(rows, cols, out_rows, layout ? 2 : 0, layout ? 3 : 0, layout);
       c.index = make_index<I>(rng, rows, out_rows, pattern);
-      c.fill([&] { return spread_value<V>(rng, -10, top_exponent<V>()); });
+      c.fill([&] { return scaled_value<V>(rng, -10, top_exponent<V>()); });
       const auto want = ordered_reference(c);
       device_case<I, V> d(Side::on_gpu, c);
       for (const int grid : {0, 1, 7, 300}) {
@@ -159,7 +152,7 @@ void check_long_runs() {
     const std::int64_t draw = rng.integer(0, 99);
     k = draw < 95 ? 2 : draw < 98 ? rng.integer(0, out_rows - 1) : (draw == 98 ? -1 : out_rows);
   }
-  c.fill([&] { return spread_value<V>(rng, -10, 12); });
+  c.fill([&] { return scaled_value<V>(rng, -10, 12); });
   // On rows of index 2: NaN in column 1 of one row, +inf in column 2 of one.
   std::int64_t marked = 0;
   for (std::int64_t i = rows / 2; i < rows && marked < 2; ++i)
@@ -206,7 +199,7 @@ void check_runs_at_the_pass_edges() {
   const auto rows = static_cast<std::int64_t>(keys.size());
   row_case<std::int64_t, float> c(rows, cols, out_rows, 0, 0, 0);
   c.index = keys;
-  c.fill([&] { return spread_value<float>(rng, -10, 12); });
+  c.fill([&] { return scaled_value<float>(rng, -10, 12); });
   const auto want = ordered_reference(c);
   device_case<std::int64_t, float> d(Side::on_gpu, c);
   std::int64_t first_bad = 0;
@@ -233,7 +226,7 @@ TYPED_TEST(IndexAddOrdered, AutomaticSumsAreOrderedWhereTheSortPays) {
   for (const std::int64_t rows : {std::int64_t{33000}, std::int64_t{3000}}) {  // 16.9 MB and 1.5 MB of src
     row_case<std::int32_t, float> c(rows, cols, out_rows, 0, 0, 0);
     c.index = make_index<std::int32_t>(rng, rows, out_rows, keys::half_on_one);
-    c.fill([&] { return spread_value<float>(rng, -10, 16); });
+    c.fill([&] { return scaled_value<float>(rng, -10, 16); });
     device_case<std::int32_t, float> d(S::on_gpu, c);
     index_add_options automatic;
     automatic.deterministic = true;
@@ -261,7 +254,7 @@ TYPED_TEST(IndexAddOrdered, OptionsOrderedSumsCannotTakeAreRefused) {
   random_source rng;
   row_case<std::int32_t, float> c(100, 4, 10, 0, 0, 0);
   c.index = make_index<std::int32_t>(rng, 100, 10, keys::uniform);
-  c.fill([&] { return spread_value<float>(rng, -4, 4); });
+  c.fill([&] { return scaled_value<float>(rng, -4, 4); });
   device_case<std::int32_t, float> d(S::on_gpu, c);
   const auto refused = [&](index_add_options opts, std::initializer_list<std::string> words) {
     d.reset(c);

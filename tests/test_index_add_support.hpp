@@ -71,6 +71,13 @@ V exactly(long double x) {
   else return convert<V>(static_cast<float>(x));  // representable in float too: exact
 }
 
+/// Random values v·2^k, v uniform in (−1, 1), k in [lo, hi], as V: float
+/// sums of them depend on the order of the additions.
+template <class V>
+V scaled_value(random_source& rng, int lo, int hi) {
+  return convert<V>(std::ldexp(static_cast<double>(random_value<float>(rng)), static_cast<int>(rng.integer(lo, hi))));
+}
+
 /// The bits of a vector of V, for bitwise comparisons.
 template <class V>
 std::vector<unsigned char> bits_of(const std::vector<V>& v) {

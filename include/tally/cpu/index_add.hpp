@@ -227,8 +227,10 @@ void sum_tiles_ordered(int threads, const row_scatter<I, V>& p, V* out, const ro
         return static_cast<std::size_t>(static_cast<std::int64_t>(p.index[b.order[static_cast<std::size_t>(pos)]]) - k0);
       };
       present.clear();
-      for (std::int64_t pos = begin; pos < end; ++pos)
-        if (count[local_key(pos)]++ == 0) present.push_back(static_cast<std::int64_t>(local_key(pos)));
+      for (std::int64_t pos = begin; pos < end; ++pos) {
+        const std::size_t l = local_key(pos);
+        if (count[l]++ == 0) present.push_back(static_cast<std::int64_t>(l));
+      }
       std::sort(present.begin(), present.end());
       const auto pieces_of = [&](std::size_t l) { return (first[l] + count[l] - 1) / P - first[l] / P + 1; };
       std::int64_t position = begin, total_pieces = 0;
@@ -260,7 +262,7 @@ void sum_tiles_ordered(int threads, const row_scatter<I, V>& p, V* out, const ro
         V* o = out + (k0 + key) * p.out_stride + tl.col0;
         for (std::int64_t j = 0; j < width; ++j) {
           const Acc sum = tree::balanced_fold<62, Acc>(
-              n, [&](std::int64_t q) { return base[q * width + j]; }, [](Acc x, Acc y) { return x + y; });
+              n, [&](std::int64_t q) { return base[q * width + j]; }, plus{});
           o[j] = convert<V>(convert<Acc>(o[j]) + sum);
         }
         count[l] = 0;

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
     const run_leaves<Acc> leaf{heads, tails, p.cols, first, col};
     const std::int64_t count = leaves - j < kOrderedNodeLeaves ? leaves - j : kOrderedNodeLeaves;
     const Acc node = tree::balanced_fold_batched<kOrderedNodeLevels, kOrderedBatchLevels, Acc>(
-        count, [&](std::int64_t i) { return leaf[j + i]; }, [](Acc a, Acc b) { return a + b; });
+        count, [&](std::int64_t i) { return leaf[j + i]; }, plus{});
     if (leaves <= kOrderedNodeLeaves) apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + col, node);
     else leaf[j] = node;  // read by this thread only, above
   };
@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
     const run_leaves<const Acc> leaf{heads, tails, p.cols, t, at.col};
     // leaves <= 2^32 / kSortedChunk (rows < 2^32), so nodes <= 2^(24 - kOrderedNodeLevels).
     const Acc sum = tree::balanced_fold_batched<24 - kOrderedNodeLevels, kOrderedBatchLevels, Acc>(
-        nodes, [&](std::int64_t k) { return leaf[k * kOrderedNodeLeaves]; }, [](Acc a, Acc b) { return a + b; });
+        nodes, [&](std::int64_t k) { return leaf[k * kOrderedNodeLeaves]; }, plus{});
     apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + at.col, sum);
   }
 }

@@ -225,7 +225,7 @@ struct ordered_runs {
   static constexpr bool kRolled = false;
   __device__ __forceinline__ ordered_runs resolved() const { return *this; }
   __device__ __forceinline__ acc_type value(const V& v) const { return convert<acc_type>(v); }
-  __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const { return a + b; }
+  __device__ __forceinline__ acc_type combine(acc_type a, acc_type b) const { return plus{}(a, b); }
   __device__ __forceinline__ void owned(std::int64_t key, std::int64_t c, const acc_type (&acc)[kChunk<V>],
                                         int count) const {
     update_owned(out + key * out_stride + c, acc, count, plus{});
