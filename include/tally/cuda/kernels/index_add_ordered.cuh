@@ -116,10 +116,6 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
                          default_accumulator_t<V>* heads, default_accumulator_t<V>* tails, V* out) {
   using Acc = default_accumulator_t<V>;
   const std::int64_t tasks = sorted_tasks(p.rows);
-  const std::int64_t total = tasks * p.cols;
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= total) return;
   const auto none = static_cast<unsigned>(p.out_rows);
   // The subtree of leaves j .. j + kOrderedNodeLeaves − 1 of the run whose
   // first task is `first`.
@@ -133,24 +129,24 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
     if (leaves <= kOrderedNodeLeaves) apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + col, node);
     else leaf[j] = node;  // read by this thread only, above
   };
-  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
-    const std::int64_t t = at.row, s0 = t * kSortedChunk;
+  for_each_task_column(p, [&](std::int64_t t, std::int64_t col) {
+    const std::int64_t s0 = t * kSortedChunk;
     const std::int64_t s1 = s0 + kSortedChunk < p.rows ? s0 + kSortedChunk : p.rows;
     // The run at s1 − 1 begins in this task and goes on past it: leaf 0.
     if (s1 < p.rows) {
       const unsigned key = keys[s1 - 1];
       if (key != none && keys[s1] == key && !(s0 > 0 && keys[s0] == key && keys[s0 - 1] == key))
-        fold_subtree(t, 0, key, at.col);
+        fold_subtree(t, 0, key, col);
     }
     // The run at s0 began in an earlier task: this task holds its leaf j.
     if (s0 > 0) {
       const unsigned key = keys[s0];
       if (key != none && keys[s0 - 1] == key) {
         const std::int64_t first = first_task_of(keys, t, key);
-        if ((t - first) % kOrderedNodeLeaves == 0) fold_subtree(first, t - first, key, at.col);
+        if ((t - first) % kOrderedNodeLeaves == 0) fold_subtree(first, t - first, key, col);
       }
     }
-  }
+  });
 }
 
 /// Pass 2 (see the top of this file): the runs of more than
@@ -162,27 +158,23 @@ __global__ void __launch_bounds__(kThreads, kOrderedMinBlocks)
                              const default_accumulator_t<V>* heads, const default_accumulator_t<V>* tails, V* out) {
   using Acc = default_accumulator_t<V>;
   const std::int64_t tasks = sorted_tasks(p.rows);
-  const std::int64_t total = tasks * p.cols;
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= total) return;
   const auto none = static_cast<unsigned>(p.out_rows);
-  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
-    const std::int64_t t = at.row, s0 = t * kSortedChunk, s1 = s0 + kSortedChunk;
+  for_each_task_column(p, [&](std::int64_t t, std::int64_t col) {
+    const std::int64_t s0 = t * kSortedChunk, s1 = s0 + kSortedChunk;
     // Only the first task of a run whose last task is kOrderedNodeLeaves or
     // more further on: a run holds every task start between its ends.
-    if (t + kOrderedNodeLeaves >= tasks) continue;
+    if (t + kOrderedNodeLeaves >= tasks) return;
     const unsigned key = keys[s1 - 1];
-    if (key == none || task_key(keys, t + kOrderedNodeLeaves) != key) continue;
-    if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) continue;  // began in an earlier task
+    if (key == none || task_key(keys, t + kOrderedNodeLeaves) != key) return;
+    if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) return;  // began in an earlier task
     const std::int64_t last = last_task_of(keys, tasks, t + kOrderedNodeLeaves, key);
     const std::int64_t nodes = (last - t + kOrderedNodeLeaves) / kOrderedNodeLeaves;  // ceil(leaves / node)
-    const run_leaves<const Acc> leaf{heads, tails, p.cols, t, at.col};
+    const run_leaves<const Acc> leaf{heads, tails, p.cols, t, col};
     // leaves <= 2^32 / kSortedChunk (rows < 2^32), so nodes <= 2^(24 - kOrderedNodeLevels).
     const Acc sum = tree::balanced_fold_batched<24 - kOrderedNodeLevels, kOrderedBatchLevels, Acc>(
         nodes, [&](std::int64_t k) { return leaf[k * kOrderedNodeLeaves]; }, plus{});
-    apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + at.col, sum);
-  }
+    apply_total(out + static_cast<std::int64_t>(key) * p.out_stride + col, sum);
+  });
 }
 
 }  // namespace tally::kernels::index_add

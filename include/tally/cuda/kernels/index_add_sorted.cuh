@@ -342,6 +342,18 @@ __global__ void __launch_bounds__(kThreads, kSortedMinBlocks)
   }
 }
 
+/// Calls f(task, col) for this thread's share of the tasks × columns of a
+/// sorted_rows call, grid-stride, the column fastest (a warp's reads of a
+/// task's keys are then one address): the finishing passes' loop.
+template <class I, class V, class F>
+__device__ __forceinline__ void for_each_task_column(const ::tally::detail::row_scatter<I, V>& p, const F& f) {
+  const std::int64_t total = sorted_tasks(p.rows) * p.cols;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= total) return;
+  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) f(at.row, at.col);
+}
+
 /// Deterministic sorted_rows, after sorted_rows_kernel: for every task whose
 /// last run starts in it and goes on into the next task, out[key] = out +
 /// (the run's int64 sum, in the task's slot, ·2^-s rounded once to V),
@@ -351,21 +363,16 @@ __global__ void __launch_bounds__(kThreads)
     sorted_pieces_finish_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const long long* sums,
                                 const int* bits_on_device, int bits, V* out) {
   const int s = bits_on_device ? *bits_on_device : bits;
-  const std::int64_t tasks = sorted_tasks(p.rows);
-  const std::int64_t total = tasks * p.cols;
-  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e >= total) return;
   const auto none = static_cast<unsigned>(p.out_rows);
-  for (element_walk at(e, step, p.cols); e < total; e += step, at.advance()) {
-    const std::int64_t s0 = at.row * kSortedChunk, s1 = s0 + kSortedChunk;
-    if (s1 >= p.rows) continue;  // the last task: nothing goes on past it
+  for_each_task_column(p, [&](std::int64_t task, std::int64_t col) {
+    const std::int64_t s0 = task * kSortedChunk, s1 = s0 + kSortedChunk;
+    if (s1 >= p.rows) return;  // the last task: nothing goes on past it
     const unsigned key = keys[s1 - 1];
-    if (key == none || keys[s1] != key) continue;
-    if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) continue;  // the run started in an earlier task
-    V* o = out + static_cast<std::int64_t>(key) * p.out_stride + at.col;
-    *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[at.row * p.cols + at.col], s));
-  }
+    if (key == none || keys[s1] != key) return;
+    if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) return;  // the run started in an earlier task
+    V* o = out + static_cast<std::int64_t>(key) * p.out_stride + col;
+    *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[task * p.cols + col], s));
+  });
 }
 
 }  // namespace tally::kernels::index_add
