@@ -61,7 +61,7 @@ sweep_variant sweep_variant_by_name(std::string_view name) {
 
 sweep_variant default_variant(const grid_size& g) {
   constexpr std::int64_t kRows3From = 255LL * 255 * 511;  // L's interior points
-  return g.interior() >= kRows3From ? sweep_variant::rows3 : sweep_variant::rows1;
+  return g.interior() >= kRows3From ? sweep_variant::rows3 : sweep_variant::rows2;
 }
 
 sweep_variant gpu_problem::resolved(sweep_variant variant) const {
@@ -149,12 +149,27 @@ const void* kernel_of(gpu_pattern pattern, sweep_variant variant) {
   return reinterpret_cast<const void*>(&kernels::sweep_kernel<gosa_sink::none>);
 }
 
-/// Dynamic shared memory of a variant's kernels.
-std::size_t dynamic_bytes_of(sweep_variant variant) {
+/// Dynamic shared memory of a variant's kernels on grids of size g.
+std::size_t dynamic_bytes_of(sweep_variant variant, const grid_size& g) {
+  const int rb = kernels::row_buffer_floats(g.mk);
   switch (variant) {
-    case sweep_variant::rows1: return kernels::rows_layout<1>::kDynamicBytes;
-    case sweep_variant::rows2: return kernels::rows_layout<2>::kDynamicBytes;
-    case sweep_variant::rows3: return kernels::rows_layout<3>::kDynamicBytes;
+    case sweep_variant::rows1: return kernels::rows_layout<1>::dynamic_bytes(rb);
+    case sweep_variant::rows2: return kernels::rows_layout<2>::dynamic_bytes(rb);
+    case sweep_variant::rows3: return kernels::rows_layout<3>::dynamic_bytes(rb);
+    case sweep_variant::tile: break;
+    case sweep_variant::automatic: unresolved();
+  }
+  return 0;
+}
+
+/// The most dynamic shared memory a variant's kernels take on any grid: the
+/// opt-in every problem sets (a process may hold problems of several sizes;
+/// none may lower the opt-in below what another's launches need).
+std::size_t max_dynamic_bytes_of(sweep_variant variant) {
+  switch (variant) {
+    case sweep_variant::rows1: return kernels::rows_layout<1>::kMaxDynamicBytes;
+    case sweep_variant::rows2: return kernels::rows_layout<2>::kMaxDynamicBytes;
+    case sweep_variant::rows3: return kernels::rows_layout<3>::kMaxDynamicBytes;
     case sweep_variant::tile: break;
     case sweep_variant::automatic: unresolved();
   }
@@ -269,8 +284,8 @@ int gpu_problem::default_blocks(gpu_pattern pattern, sweep_variant variant) cons
   int& cached = default_blocks_[static_cast<int>(variant)][static_cast<int>(pattern)];
   if (cached > 0) return cached;
   const void* kernel = kernel_of(pattern, variant);
-  const std::size_t shared = dynamic_bytes_of(variant);
-  allow_dynamic_shared(kernel, shared);
+  const std::size_t shared = dynamic_bytes_of(variant, size_);
+  allow_dynamic_shared(kernel, max_dynamic_bytes_of(variant));
   int device = 0, sms = 0, per_sm = 0;
   TALLY_CUDA(cudaGetDevice(&device));
   TALLY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -309,6 +324,7 @@ kernels::sweep_params gpu_problem::params(sweep_variant variant, int blocks, int
     prm.chunks_padded = u.chunks_padded;
     prm.items = u.items;
     prm.row_segments = t.row_segments();
+    prm.row_floats = kernels::row_buffer_floats(size_.mk);
   }
   prm.omega = kOmega;
   prm.partials = partials_;
@@ -327,7 +343,7 @@ void gpu_problem::launch_sweep(gpu_pattern pattern, launch_shape shape) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
-  config.dynamicSmemBytes = dynamic_bytes_of(shape.variant);
+  config.dynamicSmemBytes = dynamic_bytes_of(shape.variant, size_);
   config.stream = stream_;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -443,7 +459,7 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
       kp.func = const_cast<void*>(kernel_of(gpu_pattern::deterministic, shape.variant));
       kp.gridDim = dim3(blocks);
       kp.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
-      kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant));
+      kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant, size_));
       kp.kernelParams = args;
       const cudaGraphNode_t after = previous;
       TALLY_CUDA(cudaGraphAddKernelNode(&previous, sweeps_graph, s == 0 ? nullptr : &after, s == 0 ? 0 : 1, &kp));

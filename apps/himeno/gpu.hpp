@@ -46,9 +46,9 @@ gpu_pattern gpu_pattern_by_name(std::string_view name);
 /// losers go once it has):
 enum class sweep_variant {
   tile,   ///< 8 x 64 tiles along i, register prefetch one plane ahead, 2 blocks/SM
-  rows1,  ///< row segments by bulk copies 1 plane ahead, 2 blocks/SM (87 KB shared each)
-  rows2,  ///< the same 2 planes ahead, 1 block/SM (119 KB)
-  rows3,  ///< the same 3 planes ahead, 1 block/SM (150 KB)
+  rows1,  ///< row segments by bulk copies 1 plane ahead, 2 blocks/SM (87 KB shared each at L, 45 at M)
+  rows2,  ///< the same 2 planes ahead: 1 block/SM at L (119 KB), 2 at M (60 KB)
+  rows3,  ///< the same 3 planes ahead: 1 block/SM at L (150 KB), 2 at M (77 KB)
   automatic,  ///< default_variant(size): what a launch uses unless told
 };
 
@@ -57,10 +57,10 @@ inline constexpr sweep_variant kSweepVariants[] = {sweep_variant::tile, sweep_va
                                                    sweep_variant::rows3};
 
 /// The variant that ran fastest at this size on the H100 (deterministic gosa,
-/// GFLOPS, apps/himeno/tune.sh, 2026-11-23): at M rows-1 1311, tile 1238,
-/// rows-3 757, rows-2 750; at L rows-3 1453, rows-2 1446; at XL rows-3 1471,
-/// rows-2 1450. So rows-1 below L's 33 M interior points (XS and S were not
-/// tuned: rows-1, whose 2 blocks an SM suit small grids best), rows-3 from there on.
+/// GFLOPS, apps/himeno/tune.sh): at L rows-3 1453, rows-2 1446; at XL rows-3
+/// 1471, rows-2 1450 (2026-11-23); at M, with row buffers sized to its rows
+/// (2026-11-26), rows-2 1470, rows-3 1460, rows-1 1447. So rows-2 below L's
+/// 33 M interior points (XS and S were not tuned), rows-3 from there on.
 sweep_variant default_variant(const grid_size& g);
 
 /// The CLI name of a variant ("tile", "rows-1", ...).

@@ -23,7 +23,7 @@
 //
 // Shared memory: kCoefSlots = Ahead + 1 slots of 12 coefficient rows, and a
 // ring of kPSlots = Ahead + 5 p entries (one entry = rows j−1..j+1 of one
-// plane). Step n reads p entries P−2, P−1, P (planes i−1, i, i+1); a unit's
+// plane), every row buffer row_buffer_floats(mk) floats. Step n reads p entries P−2, P−1, P (planes i−1, i, i+1); a unit's
 // first step brings three entries, the others one. One __syncthreads a step:
 // after it, step n−1's reads are done, so the producer (warp 0) may refill
 // coefficient slot (n−1) % kCoefSlots and every p entry below P(n) − 2.
@@ -32,13 +32,13 @@
 //
 // gosa (deterministic), two ways to the same bits, picked per variant by
 // measurement:
-//   - lane parts (rows-1, Ahead = 1): each thread stores its share of a step
+//   - lane parts (rows-1 and rows-2): each thread stores its share of a step
 //     in shared memory; in the next step lane L of the fold warp (the last
 //     one: warp 0 issues the copies) folds shares 8L .. 8L + 7 and keeps that
 //     as its part of plane d = i − i0 of the unit. At the unit's end lane d
 //     folds the 32 parts of plane d (the plane value: tree over the 256
 //     threads) and the warp its 32 planes (zeros past D).
-//   - warp trees (rows-2/3): every warp reduces its 32 shares by shuffles and
+//   - warp trees (rows-3): every warp reduces its 32 shares by shuffles and
 //     stores the warp value; in the next step warp 0, before it issues the
 //     copies, folds the 8 warp values into the plane value, kept by lane d;
 //     at the unit's end it reduces its 32 lanes (zeros past D).
@@ -49,7 +49,9 @@
 // against 1490), lane parts 3 % (1444 against 1489); at L and XL (rows-3)
 // warp trees ran faster than no gosa at all (1453 / 1471 against 1427 /
 // 1392), lane parts at the speed of none (1420 / 1394). Why the warp trees'
-// delay of the copy issue helps there is not understood yet.
+// delay of the copy issue helps there is not understood yet. At M with row
+// buffers sized to its 255-point rows (two blocks of rows-2 an SM), rows-2
+// with warp trees 1357 against 1524 with none, with lane parts 1470.
 
 #pragma once
 
@@ -67,18 +69,33 @@
 
 namespace tally::himeno::kernels {
 
-/// Shared-memory layout of the row-streaming sweep that copies Ahead planes ahead.
+/// Floats of one row buffer for rows of mk points: a segment (at most
+/// kRowSegment interior points), its two halo points, widened to 16-byte
+/// bounds on both sides, rounded up to whole 16-byte vectors.
+constexpr int row_buffer_floats(int mk) {
+  const int segment = mk - 2 < kRowSegment ? mk - 2 : kRowSegment;
+  return (segment + 8 + 3) / 4 * 4;
+}
+
+/// Shared-memory layout of the row-streaming sweep that copies Ahead planes
+/// ahead. Row buffers are sized to the grid's rows: at M (255 interior
+/// points a row) half of what L's need, so that two blocks of rows-2 fit on an SM.
 template <int Ahead>
 struct rows_layout {
   static constexpr int kCoefSlots = Ahead + 1;
   static constexpr int kPSlots = Ahead + 5;
-  /// Floats of one row buffer: a segment, its two halo points, widened to 16-byte bounds.
-  static constexpr int kRowFloats = kRowSegment + 8;
-  static constexpr int kCoefFloats = kCoefSlots * kCoefficients * kRowFloats;
-  static constexpr int kPFloats = kPSlots * 3 * kRowFloats;
-  static constexpr std::size_t kDynamicBytes = static_cast<std::size_t>(kCoefFloats + kPFloats) * sizeof(float);
-  /// Blocks an SM runs: two when two fit in the 228 KB an SM has.
-  static constexpr int kMinBlocks = kDynamicBytes <= 110 * 1024 ? 2 : 1;
+  /// Floats of the coefficient slots before the p ring, with row buffers of `rb` floats.
+  static constexpr int coef_floats(int rb) { return kCoefSlots * kCoefficients * rb; }
+  /// Dynamic shared memory with row buffers of `rb` floats.
+  static constexpr std::size_t dynamic_bytes(int rb) {
+    return static_cast<std::size_t>(coef_floats(rb) + kPSlots * 3 * rb) * sizeof(float);
+  }
+  /// The most any grid needs: full segments.
+  static constexpr std::size_t kMaxDynamicBytes = dynamic_bytes(kRowSegment + 8);
+  /// Blocks an SM runs at least: rows-1 two at every size (87 KB at most),
+  /// rows-2 two where its rows are narrow (M: 60 KB; 128 registers a thread
+  /// at most then), rows-3 one (150 KB at L).
+  static constexpr int kMinBlocks = Ahead <= 2 ? 2 : 1;
 };
 
 namespace detail {
@@ -169,8 +186,9 @@ __device__ __forceinline__ std::int64_t flat(const sweep_params& prm, int i, int
 
 }  // namespace detail
 
-/// One sweep, streaming row segments. Pre: blockDim.x == kRowThreads; the
-/// dynamic shared memory is rows_layout<Ahead>::kDynamicBytes; every field
+/// One sweep, streaming row segments. Pre: blockDim.x == kRowThreads;
+/// prm.row_floats == row_buffer_floats(prm.mk); the dynamic shared memory is
+/// rows_layout<Ahead>::dynamic_bytes(prm.row_floats); every field
 /// is readable up to points() rounded up to 4 floats (the copies widen to 16
 /// bytes); p and out as for sweep_kernel; state->blocks_done is 0.
 template <gosa_sink Sink, int Ahead>
@@ -178,15 +196,16 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
     rows_kernel(const sweep_params prm, const float* __restrict__ p, float* __restrict__ out, int slot,
                 int zero_slot) {
   using layout = rows_layout<Ahead>;
-  constexpr int CS = layout::kCoefSlots, PS = layout::kPSlots, RB = layout::kRowFloats;
+  constexpr int CS = layout::kCoefSlots, PS = layout::kPSlots;
+  const int RB = prm.row_floats;
   extern __shared__ __align__(128) float rows_smem[];
-  float* const coef_s = rows_smem;                      // [CS][12][RB]
-  float* const p_s = rows_smem + layout::kCoefFloats;   // [PS][3][RB]
+  float* const coef_s = rows_smem;                          // [CS][12][RB]
+  float* const p_s = rows_smem + layout::coef_floats(RB);   // [PS][3][RB]
   __shared__ __align__(8) unsigned long long full[CS];  // batch n completes on full[n % CS]
   // Deterministic (see the top of the file): the threads' shares of step n
   // (at n & 1; warp trees: the 8 warp values), and with lane parts the parts
   // of the planes of the unit the fold warp is on.
-  constexpr bool kWarpTrees = Ahead > 1;
+  constexpr bool kWarpTrees = Ahead > 2;
   constexpr int kFoldWarp = kWarpTrees ? 0 : kRowThreads / 32 - 1;
   __shared__ __align__(16) float shares[2][kRowThreads];
   __shared__ float plane_parts[kWarpTrees ? 1 : kMaxRowPlanesPerUnit][33];  // [plane d][lane], padded: lane d reads row d

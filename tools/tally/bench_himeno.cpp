@@ -185,7 +185,7 @@ void run_bench_himeno(const bench_himeno_options& o) {
                 {"trial_ms", o.common.trials.trial_ms},
                 {"warmup", o.common.trials.warmup},
                 {"sizes", o.sizes},
-                {"sweep_variant", "default_variant(size): rows-1 below L, rows-3 from L"},
+                {"sweep_variant", "default_variant(size): rows-2 below L, rows-3 from L"},
                 {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
                                        " trials, no warm-up, from 10^7 interior points (L, XL)"}};
   r.check_mode =
