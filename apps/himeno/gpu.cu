@@ -149,32 +149,23 @@ const void* kernel_of(gpu_pattern pattern, sweep_variant variant) {
   return reinterpret_cast<const void*>(&kernels::sweep_kernel<gosa_sink::none>);
 }
 
-/// Dynamic shared memory of a variant's kernels on grids of size g.
-std::size_t dynamic_bytes_of(sweep_variant variant, const grid_size& g) {
-  const int rb = kernels::row_buffer_floats(g.mk);
+/// Dynamic shared memory of a variant's kernels with shared row buffers of
+/// `row_floats` floats (kernels::row_buffer_floats of the grid's rows).
+std::size_t dynamic_bytes_of(sweep_variant variant, int row_floats) {
   switch (variant) {
-    case sweep_variant::rows1: return kernels::rows_layout<1>::dynamic_bytes(rb);
-    case sweep_variant::rows2: return kernels::rows_layout<2>::dynamic_bytes(rb);
-    case sweep_variant::rows3: return kernels::rows_layout<3>::dynamic_bytes(rb);
+    case sweep_variant::rows1: return kernels::rows_layout<1>::dynamic_bytes(row_floats);
+    case sweep_variant::rows2: return kernels::rows_layout<2>::dynamic_bytes(row_floats);
+    case sweep_variant::rows3: return kernels::rows_layout<3>::dynamic_bytes(row_floats);
     case sweep_variant::tile: break;
     case sweep_variant::automatic: unresolved();
   }
   return 0;
 }
 
-/// The most dynamic shared memory a variant's kernels take on any grid: the
-/// opt-in every problem sets (a process may hold problems of several sizes;
-/// none may lower the opt-in below what another's launches need).
-std::size_t max_dynamic_bytes_of(sweep_variant variant) {
-  switch (variant) {
-    case sweep_variant::rows1: return kernels::rows_layout<1>::kMaxDynamicBytes;
-    case sweep_variant::rows2: return kernels::rows_layout<2>::kMaxDynamicBytes;
-    case sweep_variant::rows3: return kernels::rows_layout<3>::kMaxDynamicBytes;
-    case sweep_variant::tile: break;
-    case sweep_variant::automatic: unresolved();
-  }
-  return 0;
-}
+/// Row buffers of the longest rows (whole segments): the opt-in every problem
+/// sets is what they need (a process may hold problems of several sizes; none
+/// may lower the opt-in below what another's launches need).
+constexpr int kMaxRowFloats = kernels::row_buffer_floats(kRowSegment + 2);
 
 /// Threads a block of a variant's kernels.
 int threads_of(sweep_variant variant) { return variant == sweep_variant::tile ? kTileThreads : kRowThreads; }
@@ -284,8 +275,8 @@ int gpu_problem::default_blocks(gpu_pattern pattern, sweep_variant variant) cons
   int& cached = default_blocks_[static_cast<int>(variant)][static_cast<int>(pattern)];
   if (cached > 0) return cached;
   const void* kernel = kernel_of(pattern, variant);
-  const std::size_t shared = dynamic_bytes_of(variant, size_);
-  allow_dynamic_shared(kernel, max_dynamic_bytes_of(variant));
+  const std::size_t shared = dynamic_bytes_of(variant, kernels::row_buffer_floats(size_.mk));
+  allow_dynamic_shared(kernel, dynamic_bytes_of(variant, kMaxRowFloats));
   int device = 0, sms = 0, per_sm = 0;
   TALLY_CUDA(cudaGetDevice(&device));
   TALLY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -343,7 +334,7 @@ void gpu_problem::launch_sweep(gpu_pattern pattern, launch_shape shape) {
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(blocks));
   config.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
-  config.dynamicSmemBytes = dynamic_bytes_of(shape.variant, size_);
+  config.dynamicSmemBytes = dynamic_bytes_of(shape.variant, prm.row_floats);
   config.stream = stream_;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -459,7 +450,7 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
       kp.func = const_cast<void*>(kernel_of(gpu_pattern::deterministic, shape.variant));
       kp.gridDim = dim3(blocks);
       kp.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
-      kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant, size_));
+      kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant, prm.row_floats));
       kp.kernelParams = args;
       const cudaGraphNode_t after = previous;
       TALLY_CUDA(cudaGraphAddKernelNode(&previous, sweeps_graph, s == 0 ? nullptr : &after, s == 0 ? 0 : 1, &kp));

@@ -90,8 +90,6 @@ struct rows_layout {
   static constexpr std::size_t dynamic_bytes(int rb) {
     return static_cast<std::size_t>(coef_floats(rb) + kPSlots * 3 * rb) * sizeof(float);
   }
-  /// The most any grid needs: full segments.
-  static constexpr std::size_t kMaxDynamicBytes = dynamic_bytes(kRowSegment + 8);
   /// Blocks an SM runs at least: rows-1 two at every size (87 KB at most),
   /// rows-2 two where its rows are narrow (M: 60 KB; 128 registers a thread
   /// at most then), rows-3 one (150 KB at L).
