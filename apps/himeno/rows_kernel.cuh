@@ -51,8 +51,10 @@
 // warp trees ran faster than no gosa at all (1453 / 1471 against 1427 /
 // 1392), lane parts at the speed of none (1420 / 1394). Why the warp trees'
 // delay of the copy issue helps there is not understood yet. At M with row
-// buffers sized to its 255-point rows (two blocks of rows-2 an SM), rows-2
-// with warp trees 1357 against 1524 with none, with lane parts 1470.
+// buffers sized to its 255-point rows (two blocks of rows-2 an SM): rows-2
+// with warp trees 1357 against 1524 with none, with lane parts 1470 (both
+// with one point a thread); this kernel, which also unrolls a second,
+// always-skipped point there, 1449 against 1512.
 
 #pragma once
 
