@@ -25,16 +25,22 @@ def hot_index(rows, out_rows, share=0.5, dtype=None):
     return index if dtype is None else index.to(dtype)
 
 
+def hot_problem(rows, out_rows, cols, dtype, itype=None):
+    """(out, index, src): random out and src of `dtype`, `hot_index` keys of `itype`."""
+    dt = getattr(torch, dtype)
+    out = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    index = hot_index(rows, out_rows, dtype=None if itype is None else getattr(torch, itype))
+    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    return out, index, src
+
+
 @needs_torch
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("cols", [1, 16, 128, 1024])
 @pytest.mark.parametrize("itype", ["int32", "int64"])
 def test_torch_index_add_matches_index_add_(dtype, cols, itype):
     rows, out_rows = 20000, 3000
-    dt = getattr(torch, dtype)
-    out = torch.randn(out_rows, cols, device="cuda", dtype=dt)
-    index = hot_index(rows, out_rows, dtype=getattr(torch, itype))
-    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    out, index, src = hot_problem(rows, out_rows, cols, dtype, itype)
     exact = out.double().index_add_(0, index.long(), src.double())
     magnitude = out.double().abs().index_add_(0, index.long(), src.double().abs())
     count = torch.zeros(out_rows, 1, device="cuda", dtype=torch.float64).index_add_(
@@ -64,10 +70,7 @@ def test_torch_rows_of_any_shape_as_index_add_along_dim_0(shape):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 def test_torch_deterministic_bits_across_runs_orders_and_backends(dtype):
     rows, out_rows, cols = 50000, 700, 64
-    dt = getattr(torch, dtype)
-    index = hot_index(rows, out_rows)
-    src = torch.randn(rows, cols, device="cuda", dtype=dt)
-    base = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    base, index, src = hot_problem(rows, out_rows, cols, dtype)
     # Fixed-point sums (automatic would take ordered sums for float64 here): any order of the rows.
     det = {"deterministic": True, "sums": "fixed_point"}
     first = tally.index_add(base.clone(), index, src, **det)
@@ -90,10 +93,7 @@ def test_torch_ordered_sums_bits_across_runs_and_backends(dtype):
     # 25.6 / 12.8 MB of src in rows of 512 / 256 bytes: automatic sums are ordered for
     # float32 (16 MB or more), fixed point for bfloat16; ordered asked for both.
     rows, out_rows, cols = 50000, 700, 128
-    dt = getattr(torch, dtype)
-    index = hot_index(rows, out_rows)
-    src = torch.randn(rows, cols, device="cuda", dtype=dt)
-    base = torch.randn(out_rows, cols, device="cuda", dtype=dt)
+    base, index, src = hot_problem(rows, out_rows, cols, dtype)
     first = tally.index_add(base.clone(), index, src, deterministic=True, sums="ordered")
     assert bits(tally.index_add(base.clone(), index, src, deterministic=True, sums="ordered")) == bits(first)
     assert bits(tally.index_add(base.cpu(), index.cpu(), src.cpu(), deterministic=True, sums="ordered")) == bits(first)
@@ -115,10 +115,7 @@ def test_torch_ordered_sums_bits_across_runs_and_backends(dtype):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_torch_extrema_match_index_reduce_(reduce, dtype):
     rows, out_rows, cols = 30000, 500, 33
-    dt = getattr(torch, dtype)
-    out = torch.randn(out_rows, cols, device="cuda", dtype=dt)
-    index = hot_index(rows, out_rows)
-    src = torch.randn(rows, cols, device="cuda", dtype=dt)
+    out, index, src = hot_problem(rows, out_rows, cols, dtype)
     expected = out.clone().index_reduce_(0, index, src, reduce, include_self=True)
     tally.index_add(out, index, src, reduce=reduce)
     assert torch.equal(out, expected)
