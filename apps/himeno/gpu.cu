@@ -111,16 +111,16 @@ gosa_sink sink_of(gpu_pattern pattern) {
   throw invalid_argument("tally::himeno: the baseline pattern has no fused sweep kernel");
 }
 
-template <int Ahead>
+template <int Ahead, int Points = kRowPoints>
 const void* rows_kernel_of(gosa_sink sink) {
   switch (sink) {
-    case gosa_sink::deterministic: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::deterministic, Ahead>);
-    case gosa_sink::warp_aggregated: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::warp_aggregated, Ahead>);
-    case gosa_sink::atomic: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::atomic, Ahead>);
-    case gosa_sink::squares: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::squares, Ahead>);
+    case gosa_sink::deterministic: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::deterministic, Ahead, Points>);
+    case gosa_sink::warp_aggregated: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::warp_aggregated, Ahead, Points>);
+    case gosa_sink::atomic: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::atomic, Ahead, Points>);
+    case gosa_sink::squares: return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::squares, Ahead, Points>);
     case gosa_sink::none: break;
   }
-  return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::none, Ahead>);
+  return reinterpret_cast<const void*>(&kernels::rows_kernel<gosa_sink::none, Ahead, Points>);
 }
 
 /// The kernels below take a concrete variant: gpu_problem resolves automatic
@@ -130,11 +130,11 @@ const void* rows_kernel_of(gosa_sink sink) {
 }
 
 /// The sweep kernel of a pattern that runs the fused sweep, in `variant`.
-const void* kernel_of(gpu_pattern pattern, sweep_variant variant) {
+const void* kernel_of(gpu_pattern pattern, sweep_variant variant, const grid_size& g) {
   const gosa_sink sink = sink_of(pattern);
   switch (variant) {
     case sweep_variant::rows1: return rows_kernel_of<1>(sink);
-    case sweep_variant::rows2: return rows_kernel_of<2>(sink);
+    case sweep_variant::rows2: return g.mk - 2 <= kRowThreads ? rows_kernel_of<2, 1>(sink) : rows_kernel_of<2>(sink);
     case sweep_variant::rows3: return rows_kernel_of<3>(sink);
     case sweep_variant::tile: break;
     case sweep_variant::automatic: unresolved();
@@ -274,7 +274,7 @@ int gpu_problem::default_blocks(gpu_pattern pattern, sweep_variant variant) cons
   // Also the first use of the kernel by this problem: its shared-memory opt-in is set here.
   int& cached = default_blocks_[static_cast<int>(variant)][static_cast<int>(pattern)];
   if (cached > 0) return cached;
-  const void* kernel = kernel_of(pattern, variant);
+  const void* kernel = kernel_of(pattern, variant, size_);
   const std::size_t shared = dynamic_bytes_of(variant, kernels::row_buffer_floats(size_.mk));
   allow_dynamic_shared(kernel, dynamic_bytes_of(variant, kMaxRowFloats));
   int device = 0, sms = 0, per_sm = 0;
@@ -342,7 +342,7 @@ void gpu_problem::launch_sweep(gpu_pattern pattern, launch_shape shape) {
   config.attrs = &attribute;
   config.numAttrs = shape.programmatic ? 1 : 0;
   void* args[] = {const_cast<kernels::sweep_params*>(&prm), &in, &out, const_cast<int*>(&slot), const_cast<int*>(&zero_slot)};
-  TALLY_CUDA(cudaLaunchKernelExC(&config, kernel_of(pattern, shape.variant), args));
+  TALLY_CUDA(cudaLaunchKernelExC(&config, kernel_of(pattern, shape.variant, size_), args));
   current_ = 1 - current_;
   ++sweeps_run_;
 }
@@ -447,7 +447,7 @@ convergence gpu_problem::converge(float tolerance, int max_sweeps, launch_shape 
     for (int s = 0; s < chained; ++s) {
       void* args[] = {&prm, &in[s % 2], &out[s % 2], &slot[s % 2], &zero_slot};
       cudaKernelNodeParams kp{};
-      kp.func = const_cast<void*>(kernel_of(gpu_pattern::deterministic, shape.variant));
+      kp.func = const_cast<void*>(kernel_of(gpu_pattern::deterministic, shape.variant, size_));
       kp.gridDim = dim3(blocks);
       kp.blockDim = dim3(static_cast<unsigned>(threads_of(shape.variant)));
       kp.sharedMemBytes = static_cast<unsigned>(dynamic_bytes_of(shape.variant, prm.row_floats));

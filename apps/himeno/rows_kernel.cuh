@@ -52,9 +52,9 @@
 // 1392), lane parts at the speed of none (1420 / 1394). Why the warp trees'
 // delay of the copy issue helps there is not understood yet. At M with row
 // buffers sized to its 255-point rows (two blocks of rows-2 an SM): rows-2
-// with warp trees 1357 against 1524 with none, with lane parts 1470 (both
-// with one point a thread); this kernel, which also unrolls a second,
-// always-skipped point there, 1449 against 1512.
+// with warp trees 1357 against 1524 with none, with lane parts 1470 (256-point
+// segments); this kernel with lane parts 1462 against 1516, compiled for one
+// point a thread there (1449 against 1512 with a second, always-skipped one).
 
 #pragma once
 
@@ -192,7 +192,7 @@ __device__ __forceinline__ std::int64_t flat(const sweep_params& prm, int i, int
 /// rows_layout<Ahead>::dynamic_bytes(prm.row_floats); every field
 /// is readable up to points() rounded up to 4 floats (the copies widen to 16
 /// bytes); p and out as for sweep_kernel; state->blocks_done is 0.
-template <gosa_sink Sink, int Ahead>
+template <gosa_sink Sink, int Ahead, int Points = kRowPoints>
 __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
     rows_kernel(const sweep_params prm, const float* __restrict__ p, float* __restrict__ out, int slot,
                 int zero_slot) {
@@ -352,7 +352,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
 
     float v = 0.0f;  // deterministic: this thread's share of the plane
 #pragma unroll
-    for (int h = 0; h < kRowPoints; ++h) {
+    for (int h = 0; h < Points; ++h) {
       const int k = it.k_lo + tid + kRowThreads * h;
       if (k >= it.k_hi) continue;
       const int x = kRowThreads * h;
