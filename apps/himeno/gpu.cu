@@ -162,10 +162,15 @@ std::size_t dynamic_bytes_of(sweep_variant variant, int row_floats) {
   return 0;
 }
 
+/// The row buffer width of a variant's kernels on grids of size g.
+int row_floats_of(sweep_variant variant, const grid_size& g) {
+  return variant == sweep_variant::rows3 ? kernels::row_floats_for<3>(g.mk) : kernels::row_buffer_floats(g.mk);
+}
+
 /// Row buffers of the longest rows (whole segments): the opt-in every problem
 /// sets is what they need (a process may hold problems of several sizes; none
 /// may lower the opt-in below what another's launches need).
-constexpr int kMaxRowFloats = kernels::row_buffer_floats(kRowSegment + 2);
+constexpr int kMaxRowFloats = kernels::kFullRowFloats;
 
 /// Threads a block of a variant's kernels.
 int threads_of(sweep_variant variant) { return variant == sweep_variant::tile ? kTileThreads : kRowThreads; }
@@ -275,7 +280,7 @@ int gpu_problem::default_blocks(gpu_pattern pattern, sweep_variant variant) cons
   int& cached = default_blocks_[static_cast<int>(variant)][static_cast<int>(pattern)];
   if (cached > 0) return cached;
   const void* kernel = kernel_of(pattern, variant, size_);
-  const std::size_t shared = dynamic_bytes_of(variant, kernels::row_buffer_floats(size_.mk));
+  const std::size_t shared = dynamic_bytes_of(variant, row_floats_of(variant, size_));
   allow_dynamic_shared(kernel, dynamic_bytes_of(variant, kMaxRowFloats));
   int device = 0, sms = 0, per_sm = 0;
   TALLY_CUDA(cudaGetDevice(&device));
@@ -315,7 +320,7 @@ kernels::sweep_params gpu_problem::params(sweep_variant variant, int blocks, int
     prm.chunks_padded = u.chunks_padded;
     prm.items = u.items;
     prm.row_segments = t.row_segments();
-    prm.row_floats = kernels::row_buffer_floats(size_.mk);
+    prm.row_floats = row_floats_of(variant, size_);
   }
   prm.omega = kOmega;
   prm.partials = partials_;

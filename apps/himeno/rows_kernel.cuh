@@ -80,6 +80,18 @@ constexpr int row_buffer_floats(int mk) {
   return (segment + 8 + 3) / 4 * 4;
 }
 
+/// Row buffers of whole segments: what rows-3 (Ahead > 2, the L and XL
+/// sweep) always takes, as a compile-time width. Measured on one H100 (tune.sh,
+/// deterministic gosa): the run-time width read L 1433 / XL 1459 GFLOPS, this
+/// one 1462 / 1471.
+inline constexpr int kFullRowFloats = row_buffer_floats(kRowSegment + 2);
+
+/// The row buffer width a variant that copies Ahead planes ahead uses for rows of mk points.
+template <int Ahead>
+constexpr int row_floats_for(int mk) {
+  return Ahead > 2 ? kFullRowFloats : row_buffer_floats(mk);
+}
+
 /// Shared-memory layout of the row-streaming sweep that copies Ahead planes
 /// ahead. Row buffers are sized to the grid's rows: at M (255 interior
 /// points a row) half of what L's need, so that two blocks of rows-2 fit on an SM.
@@ -188,7 +200,7 @@ __device__ __forceinline__ std::int64_t flat(const sweep_params& prm, int i, int
 }  // namespace detail
 
 /// One sweep, streaming row segments. Pre: blockDim.x == kRowThreads;
-/// prm.row_floats == row_buffer_floats(prm.mk); the dynamic shared memory is
+/// prm.row_floats == row_floats_for<Ahead>(prm.mk); the dynamic shared memory is
 /// rows_layout<Ahead>::dynamic_bytes(prm.row_floats); every field
 /// is readable up to points() rounded up to 4 floats (the copies widen to 16
 /// bytes); p and out as for sweep_kernel; state->blocks_done is 0.
@@ -198,7 +210,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
                 int zero_slot) {
   using layout = rows_layout<Ahead>;
   constexpr int CS = layout::kCoefSlots, PS = layout::kPSlots;
-  const int RB = prm.row_floats;
+  const int RB = Ahead > 2 ? kFullRowFloats : prm.row_floats;
   extern __shared__ __align__(128) float rows_smem[];
   float* const coef_s = rows_smem;                          // [CS][12][RB]
   float* const p_s = rows_smem + layout::coef_floats(RB);   // [PS][3][RB]
