@@ -103,8 +103,12 @@ void sort_rows_by_key(const gpu_backend& gpu, const row_scatter<I, V>& p, const 
 template <class I, class V, class Runs>
 void launch_sorted_runs(const gpu_backend& gpu, const row_scatter<I, V>& p, const sorted_rows_scratch& scratch,
                         const Runs& runs, const index_add_options& opts) {
-  const auto kernel = iak::sorted_rows_kernel<I, V, Runs>;
   const int group = iak::sorted_group<V>(p.cols);
+  auto kernel = iak::sorted_rows_kernel<I, V, Runs, iak::kSortedUnroll>;
+  if constexpr (sizeof(V) == 2) {  // wider values never take the narrow unroll: no kernel built for it
+    if (iak::sorted_unroll<V>(group) == iak::kSortedUnrollNarrowValues)
+      kernel = iak::sorted_rows_kernel<I, V, Runs, iak::kSortedUnrollNarrowValues>;
+  }
   const std::int64_t tiles = iak::sorted_tiles<V>(p.cols, group);
   launch("launch of tally::kernels::index_add::sorted_rows_kernel",
          launch_config(dim3(index_add_grid(kernel, iak::sorted_tasks(p.rows) * tiles * group, opts)),

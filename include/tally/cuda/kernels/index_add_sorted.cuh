@@ -27,9 +27,10 @@ namespace tally::kernels::index_add {
 /// (index_add_sums::ordered) define their pieces by it.
 inline constexpr int kSortedChunk = static_cast<int>(::tally::detail::kOrderedPieceRows);
 /// Rows of a run whose loads a lane issues together (memory-level parallelism).
-/// 8 was slower for bfloat16 (3.7 against 2.3 ms at 128 wide: more registers);
-/// 2-byte values take 2 (sorted_rows_kernel).
+/// 8 was slower for bfloat16 (3.7 against 2.3 ms at 128 wide: more registers).
 inline constexpr int kSortedUnroll = 4;
+/// What 2-byte values in groups of 8 lanes or more take instead (sorted_unroll).
+inline constexpr int kSortedUnrollNarrowValues = 2;
 /// Blocks an SM runs at least: 64 registers a thread. The kernel is latency-
 /// bound (a lane waits on its keys, then on kSortedUnroll rows at a time), so
 /// warps in flight set its speed. Left free, bfloat16 rows took 128 registers
@@ -56,6 +57,17 @@ __host__ __device__ constexpr int sorted_group(std::int64_t cols) {
   int group = 4;
   while (group < 32 && group < chunks) group *= 2;
   return group;
+}
+
+/// Rows a lane loads together in sorted_rows_kernel for values V in groups of
+/// `group` lanes. At 4, 2-byte values spilled at the 64-register cap (bfloat16:
+/// 118/128 bytes; at 2, 12/16); on the H100, 7.77 M rows of 128 bfloat16 into
+/// 1.72 M, half to one row, took 1676 µs at 4 and 1569 at 2. Groups of 4 lanes
+/// (rows of at most 32 bfloat16) keep 4: a batch there covers the whole group,
+/// and 2 would double the waits a group; not measured at 2.
+template <class V>
+__host__ __device__ constexpr int sorted_unroll(int group) {
+  return sizeof(V) == 2 && group >= 8 ? kSortedUnrollNarrowValues : kSortedUnroll;
 }
 
 /// Column tiles of a task: `group` lanes of kChunk<V> values each.
@@ -246,19 +258,16 @@ struct ordered_runs {
 /// tile of group·kChunk<V> columns), 32 / group tasks a warp at a time; the
 /// loops are warp-uniform (every lane of a warp goes round them together, so
 /// the groups' broadcasts may use the full mask) and each group's state
-/// (run, flags) is uniform within the group. Pre: blockDim.x == kThreads,
-/// p.rows and p.cols > 0, group == sorted_group<V>(p.cols).
-template <class I, class V, class Runs>
+/// (run, flags) is uniform within the group; U rows a lane are loaded
+/// together. Pre: blockDim.x == kThreads, p.rows and p.cols > 0,
+/// group == sorted_group<V>(p.cols), U == sorted_unroll<V>(group).
+template <class I, class V, class Runs, int U>
 __global__ void __launch_bounds__(kThreads, kSortedMinBlocks)
     sorted_rows_kernel(::tally::detail::row_scatter<I, V> p, const unsigned* keys, const unsigned* rows_of,
                        Runs given_runs, int group) {
   const Runs runs = given_runs.resolved();
   using Acc = typename Runs::acc_type;
   constexpr int W = kChunk<V>;
-  // 2-byte values: 2 rows at a time. At 4, bfloat16 spilled 118/128 bytes at
-  // the 64-register cap (12/16 at 2); on the H100, 7.77 M rows of 128 into
-  // 1.72 M, half to one row: 1676 µs at 4, 1569 at 2 (float: the same at 4).
-  constexpr int U = sizeof(V) == 2 ? 2 : kSortedUnroll;
   const int lane = static_cast<int>(threadIdx.x & 31);
   const int member = lane & (group - 1);
   const int per_warp = 32 / group;
