@@ -129,11 +129,12 @@ const void* rows_kernel_of(gosa_sink sink) {
   detail::throw_invalid_argument("himeno", "variant", "automatic reached a kernel unresolved (a bug in gpu_problem)");
 }
 
-/// The sweep kernel of a pattern that runs the fused sweep, in `variant`.
+/// The sweep kernel of a pattern that runs the fused sweep, in `variant`, for grids of size g.
 const void* kernel_of(gpu_pattern pattern, sweep_variant variant, const grid_size& g) {
   const gosa_sink sink = sink_of(pattern);
   switch (variant) {
     case sweep_variant::rows1: return rows_kernel_of<1>(sink);
+    // Rows that fit the block's threads (M): one point a thread, not a second one always skipped.
     case sweep_variant::rows2: return g.mk - 2 <= kRowThreads ? rows_kernel_of<2, 1>(sink) : rows_kernel_of<2>(sink);
     case sweep_variant::rows3: return rows_kernel_of<3>(sink);
     case sweep_variant::tile: break;
@@ -162,9 +163,10 @@ std::size_t dynamic_bytes_of(sweep_variant variant, int row_floats) {
   return 0;
 }
 
-/// The row buffer width of a variant's kernels on grids of size g.
+/// The row buffer width of a variant's kernels on grids of size g
+/// (kernels::row_floats_for of the variant's planes ahead).
 int row_floats_of(sweep_variant variant, const grid_size& g) {
-  return variant == sweep_variant::rows3 ? kernels::row_floats_for<3>(g.mk) : kernels::row_buffer_floats(g.mk);
+  return variant == sweep_variant::rows3 ? kernels::row_floats_for<3>(g.mk) : kernels::row_floats_for<1>(g.mk);
 }
 
 /// Row buffers of the longest rows (whole segments): the opt-in every problem

@@ -199,7 +199,9 @@ __device__ __forceinline__ std::int64_t flat(const sweep_params& prm, int i, int
 
 }  // namespace detail
 
-/// One sweep, streaming row segments. Pre: blockDim.x == kRowThreads;
+/// One sweep, streaming row segments, Points points a thread of each row
+/// segment. Pre: blockDim.x == kRowThreads; Points == kRowPoints, or 1 where
+/// prm.mk − 2 <= kRowThreads (one segment of at most one point a thread);
 /// prm.row_floats == row_floats_for<Ahead>(prm.mk); the dynamic shared memory is
 /// rows_layout<Ahead>::dynamic_bytes(prm.row_floats); every field
 /// is readable up to points() rounded up to 4 floats (the copies widen to 16
