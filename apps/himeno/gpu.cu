@@ -151,7 +151,7 @@ const void* kernel_of(gpu_pattern pattern, sweep_variant variant, const grid_siz
 }
 
 /// Dynamic shared memory of a variant's kernels with shared row buffers of
-/// `row_floats` floats (kernels::row_buffer_floats of the grid's rows).
+/// `row_floats` floats (row_floats_of the variant and the grid).
 std::size_t dynamic_bytes_of(sweep_variant variant, int row_floats) {
   switch (variant) {
     case sweep_variant::rows1: return kernels::rows_layout<1>::dynamic_bytes(row_floats);
@@ -163,10 +163,16 @@ std::size_t dynamic_bytes_of(sweep_variant variant, int row_floats) {
   return 0;
 }
 
-/// The row buffer width of a variant's kernels on grids of size g
-/// (kernels::row_floats_for of the variant's planes ahead).
+/// The row buffer width of a row variant's kernels on grids of size g (0 for the tile sweep).
 int row_floats_of(sweep_variant variant, const grid_size& g) {
-  return variant == sweep_variant::rows3 ? kernels::row_floats_for<3>(g.mk) : kernels::row_floats_for<1>(g.mk);
+  switch (variant) {
+    case sweep_variant::rows1: return kernels::row_floats_for<1>(g.mk);
+    case sweep_variant::rows2: return kernels::row_floats_for<2>(g.mk);
+    case sweep_variant::rows3: return kernels::row_floats_for<3>(g.mk);
+    case sweep_variant::tile: return 0;
+    case sweep_variant::automatic: unresolved();
+  }
+  return 0;
 }
 
 /// Row buffers of the longest rows (whole segments): the opt-in every problem

@@ -86,10 +86,15 @@ constexpr int row_buffer_floats(int mk) {
 /// one 1462 / 1471.
 inline constexpr int kFullRowFloats = row_buffer_floats(kRowSegment + 2);
 
+/// Whether the variant that copies Ahead planes ahead takes kFullRowFloats
+/// whatever the grid (rows-3), rather than its rows' width.
+template <int Ahead>
+inline constexpr bool kFullRowsAlways = Ahead > 2;
+
 /// The row buffer width a variant that copies Ahead planes ahead uses for rows of mk points.
 template <int Ahead>
 constexpr int row_floats_for(int mk) {
-  return Ahead > 2 ? kFullRowFloats : row_buffer_floats(mk);
+  return kFullRowsAlways<Ahead> ? kFullRowFloats : row_buffer_floats(mk);
 }
 
 /// Shared-memory layout of the row-streaming sweep that copies Ahead planes
@@ -212,7 +217,7 @@ __global__ void __launch_bounds__(kRowThreads, rows_layout<Ahead>::kMinBlocks)
                 int zero_slot) {
   using layout = rows_layout<Ahead>;
   constexpr int CS = layout::kCoefSlots, PS = layout::kPSlots;
-  const int RB = Ahead > 2 ? kFullRowFloats : prm.row_floats;
+  const int RB = kFullRowsAlways<Ahead> ? kFullRowFloats : prm.row_floats;  // a constant where it can be
   extern __shared__ __align__(128) float rows_smem[];
   float* const coef_s = rows_smem;                          // [CS][12][RB]
   float* const p_s = rows_smem + layout::coef_floats(RB);   // [PS][3][RB]

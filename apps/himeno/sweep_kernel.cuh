@@ -82,7 +82,7 @@ struct sweep_params {
   int chunks_padded;     ///< P2 / D
   std::int64_t items;    ///< units that hold planes, R · chunks
   std::int64_t row_segments;  ///< R
-  int row_floats;             ///< row_buffer_floats(mk): floats of a shared row buffer
+  int row_floats;             ///< row_floats_for<Ahead>(mk) of the row kernel: floats of a shared row buffer
 };
 
 inline constexpr int kHaloRows = kTileJ + 2;
