@@ -1,30 +1,34 @@
 // `tally bench cg`: seed 004's ladder on this GPU, Eigen on the host, and
 // tally's CG on both backends, every row on the same matrix and b in one
-// process, every solution's true residual checked on the host (double)
-// before it is reported. Registered with add_bench_cg(bench) (commands.hpp).
+// process. Every row takes the bench library's one path (bench/measure.hpp):
+// a solve checked on the host (the true relative residual in double, the
+// solver's own status, the same iteration count as every earlier solve of
+// the row), then timed (CUDA events on the legacy stream for the GPU rows,
+// the steady clock for the host rows), then a solve checked again. Without a
+// usable GPU (or with --cpu) the host rows run alone. Registered with
+// add_bench_cg(bench) (commands.hpp).
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <functional>
-#include <iomanip>
-#include <iostream>
+#include <limits>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <cuda_runtime.h>
-#include <nlohmann/json.hpp>
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
 
 #include "bench_cli.hpp"
 #include "cli_checks.hpp"
+#include "device_memory.cuh"
+#include "gpu_harness.cuh"
+#include "measure.hpp"
 #include "peers/cg_peers.hpp"
+#include "run_info.hpp"
 #include "solve_cg_problem.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
@@ -34,31 +38,20 @@ namespace tally::cli {
 namespace {
 
 struct bench_cg_settings {
+  bench_options common;
   std::vector<int> grids{31, 64, 128, 200};
   std::vector<int> f64_grids{31, 128};
   std::vector<std::string> matrices;
-  std::string json;
   double rtol = 1e-6;
-  int trials = 5;
   int cpu_max_grid = 128;  ///< Eigen and tally's CPU rows only up to this grid (g = 200 takes minutes)
   int max_iters = 5000;
-  bool require_gpu = false;  ///< --gpu: no usable GPU is an error (exit kNoGpuExit), not a skip
-  bool cpu = false;          ///< --cpu (the default set's CPU run): nothing to run, said so
+  /// Trials of the host rows from kLongHostRows rows on (one solve a trial,
+  /// no warm-up: a solve there takes about a second).
+  int long_trials = 3;
 };
 
-struct cg_row {
-  std::string impl, problem, precision, note;
-  std::int64_t rows = 0, nnz = 0;
-  int grid = 0;
-  std::int64_t iterations = 0;
-  double total_ms = 0, us_per_iter = 0, relres = 0, floor_us = NAN, ratio_to_floor = NAN;
-  bool verified = false;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+/// Rows (g = 128) from which the host rows time single solves, long_trials of them.
+constexpr std::int64_t kLongHostRows = 2'000'000;
 
 int host_threads() {
 #if defined(_OPENMP)
@@ -68,141 +61,138 @@ int host_threads() {
 #endif
 }
 
-/// A solve to time: runs it once and returns its iterations.
-using timed_solve = std::function<std::int64_t()>;
+/// What the solves of one row did: the iterations of the first, whether a
+/// later one differed (the same inputs must take the same path), and the
+/// solver's own verdict on the last.
+struct solve_log {
+  std::int64_t iterations = -1;
+  std::int64_t differing = -1;  ///< the first count that differed from `iterations`, or -1
+  bool converged = true;
 
-/// Median wall time (ms) and iterations of each solve: one warm-up run each,
-/// then `trials` runs of each taken in turn (a, b, a, b, ...), so that a
-/// change in the host's load falls on all of them alike. A solve's
-/// iterations must not change between its runs. Long solves run fewer trials
-/// (about 3 s at most for the slowest).
-std::vector<std::pair<double, std::int64_t>> time_solves(int trials, const std::vector<timed_solve>& solves) {
-  auto once = [](const timed_solve& solve, std::int64_t& iterations) {
-    const auto start = std::chrono::steady_clock::now();
-    iterations = solve();
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
-  std::vector<std::pair<double, std::int64_t>> out(solves.size());
-  std::vector<std::vector<double>> ms(solves.size());
-  double slowest = 0;
-  for (std::size_t k = 0; k < solves.size(); ++k) slowest = std::max(slowest, once(solves[k], out[k].second));
-  const int n = std::clamp(static_cast<int>(3000.0 / std::max(slowest, 1e-3)), 1, trials);
-  for (int t = 0; t < n; ++t) {
-    for (std::size_t k = 0; k < solves.size(); ++k) {
-      std::int64_t again = 0;
-      ms[k].push_back(once(solves[k], again));
-      if (again != out[k].second) throw std::runtime_error("iteration count changed between runs");
-    }
+  void record(std::int64_t its, bool ok) {
+    if (iterations < 0)
+      iterations = its;
+    else if (its != iterations && differing < 0)
+      differing = its;
+    converged = ok;
   }
-  for (std::size_t k = 0; k < solves.size(); ++k) out[k].first = median(ms[k]);
-  return out;
+};
+
+/// The check of one solve: the solver said it converged, its iteration count
+/// never changed, and ‖b − A·x‖ / ‖b‖ (double, on the host) <= 1.5 rtol.
+template <class T>
+bench::check check_solution(const cg_problem<T>& p, const std::vector<T>& x, const solve_log& log, double rtol,
+                            double& relres) {
+  relres = verify_relative_residual(p, x);
+  const double bound = 1.5 * rtol;
+  if (log.differing >= 0)
+    return bench::check::fail("iterations changed between solves: " + std::to_string(log.iterations) + " then " +
+                              std::to_string(log.differing));
+  if (!log.converged) return bench::check::fail("the solver did not report convergence", relres, bound);
+  if (!(relres <= bound)) return bench::check::fail("true relative residual above 1.5 rtol", relres, bound);
+  return bench::check::pass("true relative residual <= 1.5 rtol", relres, bound);
 }
 
-/// time_solves of one solve.
-std::pair<double, std::int64_t> time_solve(int trials, const timed_solve& solve) {
-  return time_solves(trials, {solve})[0];
+/// The figures of a timed row: iterations, µs an iteration, the true residual
+/// over rtol and, for GPU rows, the memory-traffic floor of an iteration and
+/// the row's multiple of it.
+void add_solve_metrics(bench::row& row, const solve_log& log, double relres, double rtol, double floor_us) {
+  const double per_iter = row.time.measured() && log.iterations > 0 ? row.time.median_us / log.iterations : NAN;
+  row.set_metric("iters", log.iterations >= 0 ? static_cast<double>(log.iterations) : NAN);
+  row.set_metric("us/iter", per_iter);
+  row.set_metric("res/rtol", relres / rtol);
+  row.set_metric("floor us", floor_us);
+  row.set_metric("x floor", per_iter / floor_us);
+  row.extra["iterations"] = log.iterations;
+  row.extra["relres"] = std::isfinite(relres) ? bench::json(relres) : bench::json(nullptr);
 }
 
 template <class T>
-void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector<cg_row>& rows, int& failures) {
-  const char* precision = sizeof(T) == 4 ? "f32" : "f64";
+void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, bench::report& r) {
   const std::size_t n = static_cast<std::size_t>(p.rows), bytes = n * sizeof(T);
+  bench::row proto;
+  proto.benchmark = "cg";
+  proto.params = {{"problem", p.name}, {"type", sizeof(T) == 4 ? "f32" : "f64"}};
+  proto.extra = {{"n", p.rows}, {"nnz", p.nnz}, {"grid", p.grid}};
+
+  // Eigen and tally on the host.
+  const int threads = host_threads();
+  if (p.grid <= s.cpu_max_grid) {
+    bench::trial_settings settings = s.common.trials;
+    if (p.rows >= kLongHostRows) settings = {s.long_trials, 1.0, 0};
+    bench::harness host = bench::host_harness(r, settings);
+    std::vector<T> x(n);
+    for (const bool eigen : {true, false}) {
+      solve_log log;
+      double relres = NAN;
+      bench::peer peer;
+      peer.name = eigen ? "eigen" : "tally-cpu";
+      peer.note = std::to_string(threads) + " threads";
+      peer.reset = [&] { std::fill(x.begin(), x.end(), std::numeric_limits<T>::quiet_NaN()); };
+      peer.run = [&] {
+        std::fill(x.begin(), x.end(), T(0));
+        if (eigen) {
+          log.record(bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
+                                         p.a.values.data(), p.b.data(), x.data(), s.rtol, s.max_iters, threads),
+                     true);
+        } else {
+          solvers::cg_options o;
+          o.rtol = s.rtol;
+          o.max_iterations = s.max_iters;
+          const auto result = solvers::cg(tally::cpu, p.a.view(), p.b.data(), x.data(), o);
+          log.record(result.iterations, result.status == solvers::cg_status::converged);
+        }
+      };
+      peer.verify = [&] { return check_solution(p, x, log, s.rtol, relres); };
+      bench::row& row = bench::measure(host, peer, proto);  // before reading relres, which its checks set
+      add_solve_metrics(row, log, relres, s.rtol, NAN);
+    }
+  }
+  if (!gpu) return;
+
   const double bandwidth = current_device_info().theoretical_bandwidth();
   // The memory-traffic floor of one iteration: the matrix once (values,
   // columns, row offsets) and 11 vector streams (issue 8's 264 bytes a row
   // for the fp32 27-point CSR; 44 matrix-free).
   auto floor_us = [&](bool csr) {
-    const double per_row = 11.0 * sizeof(T) +
-                           (csr ? static_cast<double>(p.nnz) / p.rows * (sizeof(T) + sizeof(std::int32_t)) + sizeof(std::int32_t) : 0.0);
+    const double per_row =
+        11.0 * sizeof(T) +
+        (csr ? static_cast<double>(p.nnz) / p.rows * (sizeof(T) + sizeof(std::int32_t)) + sizeof(std::int32_t) : 0.0);
     return per_row * p.rows / bandwidth * 1e6;
   };
-
   std::vector<T> dinv(n);
   for (std::int64_t i = 0; i < p.rows; ++i) dinv[i] = T(1) / p.a.view().diagonal(i);
   const solvers::device_csr<T, std::int32_t> a(p.a);
-  T *b = nullptr, *x = nullptr, *d_dinv = nullptr;
-  TALLY_CUDA(cudaMalloc(&b, bytes));
-  TALLY_CUDA(cudaMalloc(&x, bytes));
-  TALLY_CUDA(cudaMalloc(&d_dinv, bytes));
-  TALLY_CUDA(cudaMemcpy(b, p.b.data(), bytes, cudaMemcpyHostToDevice));
-  TALLY_CUDA(cudaMemcpy(d_dinv, dinv.data(), bytes, cudaMemcpyHostToDevice));
-  std::vector<T> host_x(n);
+  bench::device_buffer<T> b(p.rows), x(p.rows), d_dinv(p.rows);
+  bench::device_buffer<solvers::cg_device_result> result(1);
+  TALLY_CUDA(cudaMemcpy(b.data(), p.b.data(), bytes, cudaMemcpyHostToDevice));
+  TALLY_CUDA(cudaMemcpy(d_dinv.data(), dinv.data(), bytes, cudaMemcpyHostToDevice));
+  // Every GPU row runs on the legacy default stream: the seed's ladder does
+  // (and blocks the host every iteration or every 20), tally's solves take
+  // the one wait a caller of cg_async() takes, so the events time whole solves.
+  bench::harness device = bench::gpu_harness(r, nullptr, s.common.trials);
+  auto solution = [&] { return bench::read_back(x.data(), p.rows, nullptr); };
 
-  auto add = [&](const std::string& impl, bool csr, std::pair<double, std::int64_t> timed, const std::vector<T>& solution,
-                 bool is_tally, bool gpu, const std::string& note) {
-    cg_row r;
-    r.impl = impl;
-    r.problem = p.name;
-    r.precision = precision;
-    r.rows = p.rows;
-    r.nnz = p.nnz;
-    r.grid = static_cast<int>(p.grid);
-    r.iterations = timed.second;
-    r.total_ms = timed.first;
-    r.us_per_iter = r.iterations > 0 ? 1000.0 * r.total_ms / r.iterations : NAN;
-    r.relres = verify_relative_residual(p, solution);
-    r.verified = r.relres <= 1.5 * s.rtol;
-    if (gpu) {
-      r.floor_us = floor_us(csr);
-      r.ratio_to_floor = r.us_per_iter / r.floor_us;
-    }
-    r.note = note;
-    if (!r.verified) {
-      r.note += (r.note.empty() ? "" : "; ") + std::string("TRUE RESIDUAL ABOVE 1.5 x rtol");
-      if (is_tally) ++failures;
-    }
-    std::cerr << "  " << std::left << std::setw(26) << impl << " " << precision << " " << p.name << ": " << r.iterations
-              << " iterations, " << r.total_ms << " ms, relres " << r.relres << "\n";
-    rows.push_back(r);
-  };
-  auto read_x = [&] {
-    TALLY_CUDA(cudaMemcpy(host_x.data(), x, bytes, cudaMemcpyDeviceToHost));
-    return host_x;
-  };
-
-  // (i)-(vi): the seed's ladder.
+  // (i)-(vi): the seed's ladder (each solve zeroes x itself).
   {
     const bench::cg::device_matrix<T> dm{static_cast<int>(p.rows), static_cast<int>(p.nnz), a.view().offsets,
-                                         a.view().columns, a.view().values, d_dinv};
+                                         a.view().columns,         a.view().values,         d_dinv.data()};
     bench::cg::ladder<T> ladder(dm);
     for (const auto rung : bench::cg::kRungs) {
-      try {
-        const auto timed = time_solve(s.trials, [&] { return std::int64_t{ladder.solve(rung, b, x, s.rtol, s.max_iters)}; });
-        add(bench::cg::rung_name(rung), true, timed, read_x(), false, true,
-            rung == bench::cg::rung::sample ? "no preconditioner" : "");
-      } catch (const std::exception& e) {
-        std::cerr << "  " << bench::cg::rung_name(rung) << ": " << e.what() << "\n";
-      }
+      solve_log log;
+      double relres = NAN;
+      bench::peer peer;
+      peer.name = bench::cg::rung_name(rung);
+      peer.note = rung == bench::cg::rung::sample ? "no preconditioner" : "";
+      peer.reset = [&] { bench::poison(x.data(), bytes, nullptr); };
+      peer.run = [&] { log.record(ladder.solve(rung, b.data(), x.data(), s.rtol, s.max_iters), true); };
+      peer.verify = [&] { return check_solution(p, solution(), log, s.rtol, relres); };
+      bench::row& row = bench::measure(device, peer, proto);
+      add_solve_metrics(row, log, relres, s.rtol, floor_us(true));
     }
   }
-  // Eigen and tally on the host.
-  const int threads = host_threads();
-  if (p.grid <= s.cpu_max_grid) {
-    // Timed in turn (see time_solves): the host's load varies between runs
-    // (one run measured both 1.5x slower and tally 4x slower than the next).
-    std::vector<T> eigen_x(n), mine_x(n);
-    solvers::cg_options o;
-    o.rtol = s.rtol;
-    o.max_iterations = s.max_iters;
-    const auto timed = time_solves(
-        s.trials,
-        {[&] {
-          std::fill(eigen_x.begin(), eigen_x.end(), T(0));
-          return std::int64_t{bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
-                                                  p.a.values.data(), p.b.data(), eigen_x.data(), s.rtol, s.max_iters,
-                                                  threads)};
-        },
-        [&] {
-          std::fill(mine_x.begin(), mine_x.end(), T(0));
-          return solvers::cg(tally::cpu, p.a.view(), p.b.data(), mine_x.data(), o).iterations;
-        }});
-    add("eigen", true, timed[0], eigen_x, false, false, std::to_string(threads) + " threads, timed in turn with tally-cpu");
-    add("tally-cpu", true, timed[1], mine_x, true, false, std::to_string(threads) + " threads, timed in turn with eigen");
-  }
-  // tally on the GPU: each mode, CSR and matrix-free. Timed around cg_async
-  // (graph capture included) with one wait at the end.
-  solvers::cg_device_result* result = nullptr;
-  TALLY_CUDA(cudaMalloc(&result, sizeof *result));
+  // tally on the GPU: each mode, CSR and matrix-free; a call is x zeroed,
+  // cg_async (graph capture included) and the one wait for its result.
   struct variant {
     const char* name;
     solvers::cg_mode mode;
@@ -221,141 +211,113 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, std::vector
       o.mode = v.mode;
       o.graph_unroll = v.unroll;
       o.pipelined = v.pipelined;
+      solve_log log;
+      double relres = NAN;
       std::string note;
       solvers::cg_mode ran = v.mode;
-      solvers::cg_device_result r{};
-      auto solve = [&]() -> std::int64_t {
-        TALLY_CUDA(cudaMemsetAsync(x, 0, bytes));
-        ran = free ? solvers::cg_async(tally::gpu, p.stencil(), static_cast<const T*>(b), x, o, result, &note)
-                   : solvers::cg_async(tally::gpu, a.view(), static_cast<const T*>(b), x, o, result, &note);
-        TALLY_CUDA(cudaMemcpy(&r, result, sizeof r, cudaMemcpyDeviceToHost));  // the one wait
-        return r.iterations;
+      bench::peer peer;
+      peer.name = std::string("tally-") + v.name + (free ? "-mf" : "");
+      peer.reset = [&] {
+        bench::poison(x.data(), bytes, nullptr);
+        bench::poison(result.data(), sizeof(solvers::cg_device_result), nullptr);
       };
-      try {
-        const auto timed = time_solve(s.trials, solve);
-        std::string impl = std::string("tally-") + v.name + (free ? "-mf" : "");
-        if (r.status != static_cast<int>(solvers::cg_status::converged))
-          note += (note.empty() ? "" : "; ") + std::string(solvers::describe(static_cast<solvers::cg_status>(r.status)));
-        if (v.pipelined) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
-        else if (ran != v.mode) note += (note.empty() ? "" : "; ") + std::string("ran ") + solvers::mode_name(ran);
-        if (ran == solvers::cg_mode::replayed)  // its cost grows with the limit, not with the iterations run
-          note += (note.empty() ? "" : "; ") + std::to_string(solvers::detail::replayed_bodies(o)) + " bodies of " +
-                  std::to_string(v.unroll) + " iterations for --max-iters " + std::to_string(o.max_iterations);
-        add(impl, !free, timed, read_x(), true, true, note);
-      } catch (const std::exception& e) {
-        std::cerr << "  tally-" << v.name << (free ? "-mf" : "") << ": " << e.what() << "\n";
-        ++failures;
-      }
+      peer.run = [&] {
+        TALLY_CUDA(cudaMemsetAsync(x.data(), 0, bytes));
+        note.clear();
+        ran = free ? solvers::cg_async(tally::gpu, p.stencil(), static_cast<const T*>(b.data()), x.data(), o,
+                                       result.data(), &note)
+                   : solvers::cg_async(tally::gpu, a.view(), static_cast<const T*>(b.data()), x.data(), o,
+                                       result.data(), &note);
+        solvers::cg_device_result done{};
+        TALLY_CUDA(cudaMemcpy(&done, result.data(), sizeof done, cudaMemcpyDeviceToHost));  // the one wait
+        log.record(done.iterations, done.status == static_cast<int>(solvers::cg_status::converged));
+      };
+      peer.verify = [&] { return check_solution(p, solution(), log, s.rtol, relres); };
+      bench::row& row = bench::measure(device, peer, proto);
+      add_solve_metrics(row, log, relres, s.rtol, floor_us(!free));
+      auto append = [&row](const std::string& text) {
+        if (!text.empty()) row.note += (row.note.empty() ? "" : "; ") + text;
+      };
+      append(note);
+      if (v.pipelined || ran != v.mode) append(std::string("ran ") + solvers::mode_name(ran));
+      if (ran == solvers::cg_mode::replayed)  // its cost grows with the limit, not with the iterations run
+        append(std::to_string(solvers::detail::replayed_bodies(o)) + " bodies of " + std::to_string(v.unroll) +
+               " iterations for --max-iters " + std::to_string(o.max_iterations));
     }
   }
-  cudaFree(result);
-  cudaFree(b);
-  cudaFree(x);
-  cudaFree(d_dinv);
 }
 
-void print_table(const std::vector<cg_row>& rows, std::ostream& out) {
-  out << std::left << std::setw(24) << "impl" << std::setw(18) << "problem" << std::setw(5) << "prec" << std::right
-      << std::setw(10) << "rows" << std::setw(7) << "iters" << std::setw(11) << "total ms" << std::setw(11) << "us/iter"
-      << std::setw(11) << "relres" << std::setw(10) << "floor us" << std::setw(8) << "x floor"
-      << "  notes\n";
-  for (const auto& r : rows) {
-    std::ostringstream line;
-    line << std::left << std::setw(24) << r.impl << std::setw(18) << r.problem << std::setw(5) << r.precision
-         << std::right << std::setw(10) << r.rows << std::setw(7) << r.iterations << std::setw(11) << std::fixed
-         << std::setprecision(3) << r.total_ms << std::setw(11) << std::setprecision(2) << r.us_per_iter << std::setw(11)
-         << std::scientific << std::setprecision(2) << r.relres << std::fixed << std::setw(10) << std::setprecision(1)
-         << r.floor_us << std::setw(8) << std::setprecision(2) << r.ratio_to_floor << "  " << r.note;
-    out << line.str() << "\n";
-  }
-}
-
-nlohmann::json to_json(const std::vector<cg_row>& rows, const bench_cg_settings& s) {
-  const auto& d = current_device_info();
-  nlohmann::json j = {{"command", "tally bench cg"},
-                      {"device", {{"name", d.name}, {"sm_count", d.sm_count}, {"bandwidth_gbps", d.theoretical_bandwidth() / 1e9}}},
-                      {"host_threads", host_threads()},
-                      {"rtol", s.rtol},
-                      {"rows", nlohmann::json::array()}};
-  auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-  for (const auto& r : rows)
-    j["rows"].push_back({{"impl", r.impl}, {"problem", r.problem}, {"grid", r.grid}, {"precision", r.precision},
-                         {"type", r.precision}, {"n", r.rows}, {"nnz", r.nnz}, {"iterations", r.iterations},
-                         {"total_ms", number(r.total_ms)}, {"us_per_iter", number(r.us_per_iter)},
-                         {"median_us", number(r.us_per_iter)}, {"relres", number(r.relres)},
-                         {"verified", r.verified}, {"floor_us", number(r.floor_us)},
-                         {"ratio_to_floor", number(r.ratio_to_floor)}, {"note", r.note}});
-  return j;
-}
-
-int run_bench_cg(const bench_cg_settings& s) {
-  // Every row of this benchmark is a GPU row or compared with one: without a
-  // GPU it runs nothing and says so (exit 0, so the default `tally bench` on a
-  // CPU-only machine goes on), unless --gpu asked for one.
-  int gpus = 0;
-  const bool have_gpu = cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0;
-  if (s.cpu || !have_gpu) {
-    std::cerr << "tally bench cg: not run: the ladder and tally's GPU rows need a CUDA GPU"
-              << (have_gpu ? " (--cpu given)" : " (none here)") << "; the CPU CG alone is `tally solve cg --cpu`\n";
-    return s.require_gpu && !have_gpu ? kNoGpuExit : 0;
-  }
-  std::vector<cg_row> rows;
-  int failures = 0;
-  std::cerr << "tally bench cg on " << current_device_info().name << ", rtol " << s.rtol << ", " << host_threads()
-            << " host threads\n";
+void run_bench_cg(const bench_cg_settings& s) {
+  const std::string command = "tally bench cg";
+  const bool gpu = use_gpu(s.common, command);
+  bench::report r;
+  r.command = command;
+  r.backend = gpu ? "gpu" : "cpu";
+  r.metadata = gpu ? bench::gpu_run_metadata() : bench::host_run_metadata();
+  r.settings = {{"trials", s.common.trials.trials},
+                {"trial_ms", s.common.trials.trial_ms},
+                {"warmup", s.common.trials.warmup},
+                {"host_rows_from_2e6_rows", std::to_string(s.long_trials) + " trials of one solve, no warm-up"},
+                {"grids", s.grids},
+                {"f64_grids", s.f64_grids},
+                {"matrices", s.matrices},
+                {"rtol", s.rtol},
+                {"max_iters", s.max_iters},
+                {"cpu_max_grid", s.cpu_max_grid},
+                {"host_threads", host_threads()}};
+  r.check_mode =
+      "each solve's x on the host: ||b - A x|| / ||b|| in double <= 1.5 rtol, the solver's own status converged, the "
+      "same iteration count in every solve of the row";
+  r.header = {
+      "one call = one solve from x = 0 (GPU: x zeroed on the device, the solve, the one wait for its result); "
+      "us/iter = us / iters; res/rtol = the true relative residual / rtol; floor us = an iteration's "
+      "memory traffic (the matrix once and 11 vectors; matrix-free: the vectors) at the theoretical "
+      "bandwidth; x floor = us/iter / floor us"};
+  if (!gpu)
+    r.header.push_back("the CPU backend: Eigen and tally-cpu only (the ladder and tally's GPU rows need a GPU)");
+  else
+    bench::warm_up_clocks();
+  std::cerr << command << (gpu ? " on " + current_device_info().name : std::string(" on the host")) << ", rtol "
+            << s.rtol << ", " << host_threads() << " host threads\n";
   for (const int g : s.grids) {
-    run_problem(s, poisson_problem<float>(g, 27, true), rows, failures);
+    run_problem(s, poisson_problem<float>(g, 27, true), gpu, r);
     if (std::find(s.f64_grids.begin(), s.f64_grids.end(), g) != s.f64_grids.end())
-      run_problem(s, poisson_problem<double>(g, 27, true), rows, failures);
+      run_problem(s, poisson_problem<double>(g, 27, true), gpu, r);
   }
-  for (const auto& m : s.matrices) run_problem(s, file_problem<float>(m, ""), rows, failures);
-  print_table(rows, std::cout);
-  std::cout << "verification: every row's x checked on the host (double); " << failures << " tally row(s) failed\n";
-  if (!s.json.empty()) {
-    std::ofstream out(s.json);
-    out << to_json(rows, s).dump(1) << "\n";
-    if (!out) {
-      std::cerr << "tally bench cg: cannot write " << s.json << "\n";
-      return 1;
-    }
-  }
-  return failures == 0 ? 0 : 1;
+  for (const auto& m : s.matrices) run_problem(s, file_problem<float>(m, ""), gpu, r);
+  finish_command(r, s.common);
 }
 
 }  // namespace
 
 void add_bench_cg(CLI::App& bench) {
   auto s = std::make_shared<bench_cg_settings>();
+  s->common.trials = {5, 10.0, 1};  // a solve lasts milliseconds to a second: fewer trials than the kernels' rows
   CLI::App* cmd = bench.add_subcommand(
       "cg",
       "Seed 004's CG ladder (cuSPARSE + cuBLAS, then fused kernels), Eigen's ConjugateGradient on all host threads, "
-      "and tally's CG (CPU; GPU persistent, graph, graph-unroll8, replayed8 and pipelined, CSR and matrix-free) on 27-point Poisson "
-      "problems, Jacobi, each solution verified on the host");
-  cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows), e.g. 31,64")->delimiter(',')->capture_default_str();
+      "and tally's CG (CPU; GPU persistent, graph, graph-unroll8, replayed8 and pipelined, CSR and matrix-free) on "
+      "27-point Poisson problems, Jacobi; every solve checked on the host before and after timing. Without a GPU "
+      "(or with --cpu): Eigen and tally-cpu only");
+  add_bench_options(*cmd, s->common);
+  cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows), e.g. 31,64")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1200))
+      ->capture_default_str();
   cmd->add_option("--f64-grids", s->f64_grids, "grids also run in f64 (a grid not in --grids: none)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--matrix", s->matrices, "also Matrix Market files (f32, b = A x_true)")->check(CLI::ExistingFile);
-  cmd->add_option("--rtol", s->rtol, "relative tolerance")->capture_default_str();
-  cmd->add_option("--trials", s->trials, "timed solves per row (median; fewer for solves over a second)")
-      ->check(finite_number(true))
-      ->capture_default_str();
+  cmd->add_option("--rtol", s->rtol, "relative tolerance")->check(finite_number(true))->capture_default_str();
   cmd->add_option("--cpu-max-grid", s->cpu_max_grid, "largest grid for the host rows (Eigen, tally-cpu)")
       ->capture_default_str();
-  cmd->add_option("--max-iters", s->max_iters, "iteration limit of every implementation")->capture_default_str();
-  cmd->add_option("--json", s->json, "write the rows as JSON to FILE (bench/results/...)");
-  auto* gpu_flag = cmd->add_flag("--gpu", s->require_gpu, "fail (exit 3) instead of skipping when no GPU is usable");
-  cmd->add_flag("--cpu", s->cpu, "the CPU backend: this benchmark has no CPU-only rows, so it runs nothing")
-      ->excludes(gpu_flag);
-  cmd->callback([s] {
-    int code = 1;
-    try {
-      code = run_bench_cg(*s);
-    } catch (const std::exception& e) {
-      std::cerr << "tally bench cg: " << e.what() << "\n";
-    }
-    if (code != 0) throw CLI::RuntimeError(code);
-  });
+  cmd->add_option("--long-trials", s->long_trials, "trials of the host rows from 2e6 rows on (one solve each)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--max-iters", s->max_iters, "iteration limit of every implementation")
+      ->check(CLI::Range(1, 1'000'000))
+      ->capture_default_str();
+  cmd->callback([s] { run_reporting_errors("tally bench cg", [&] { run_bench_cg(*s); }); });
 }
 
 }  // namespace tally::cli
