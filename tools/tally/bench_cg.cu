@@ -28,7 +28,6 @@
 #include "gpu_harness.cuh"
 #include "measure.hpp"
 #include "peers/cg_peers.hpp"
-#include "run_info.hpp"
 #include "solve_cg_problem.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
@@ -250,21 +249,15 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
 void run_bench_cg(const bench_cg_settings& s) {
   const std::string command = "tally bench cg";
   const bool gpu = use_gpu(s.common, command);
-  bench::report r;
-  r.command = command;
-  r.backend = gpu ? "gpu" : "cpu";
-  r.metadata = gpu ? bench::gpu_run_metadata() : bench::host_run_metadata();
-  r.settings = {{"trials", s.common.trials.trials},
-                {"trial_ms", s.common.trials.trial_ms},
-                {"warmup", s.common.trials.warmup},
-                {"host_rows_from_2e6_rows", std::to_string(s.long_trials) + " trials of one solve, no warm-up"},
+  bench::report r = start_report(command, gpu, s.common);
+  r.settings.update(bench::json{{"host_rows_from_2e6_rows", std::to_string(s.long_trials) + " trials of one solve, no warm-up"},
                 {"grids", s.grids},
                 {"f64_grids", s.f64_grids},
                 {"matrices", s.matrices},
                 {"rtol", s.rtol},
                 {"max_iters", s.max_iters},
                 {"cpu_max_grid", s.cpu_max_grid},
-                {"host_threads", host_threads()}};
+                {"host_threads", host_threads()}});
   r.check_mode =
       "each solve's x on the host: ||b - A x|| / ||b|| in double <= 1.5 rtol, the solver's own status converged, the "
       "same iteration count in every solve of the row";

@@ -42,6 +42,15 @@ bool use_gpu(const bench_options& o, const std::string& command) {
   return false;
 }
 
+bench::report start_report(const std::string& command, bool gpu, const bench_options& o) {
+  bench::report r;
+  r.command = command;
+  r.backend = gpu ? "gpu" : "cpu";
+  r.metadata = gpu ? bench::gpu_run_metadata() : bench::host_run_metadata();
+  r.settings = {{"trials", o.trials.trials}, {"trial_ms", o.trials.trial_ms}, {"warmup", o.trials.warmup}};
+  return r;
+}
+
 void finish_command(const bench::report& r, const bench_options& o) {
   const int code = bench::finish(r, o.json_path, std::cout);
   if (code != 0) {

@@ -42,6 +42,12 @@ void add_bench_options(CLI::App& cmd, bench_options& o);
 /// `command` names the command in messages ("tally bench reduce").
 bool use_gpu(const bench_options& o, const std::string& command);
 
+/// A report of `command` on the GPU (`gpu`) or the CPU backend: its backend,
+/// the run's metadata (gpu_run_metadata or host_run_metadata) and the trial
+/// settings of `o` (trials, trial_ms, warmup). The caller adds its own
+/// settings, check mode, header and rows.
+bench::report start_report(const std::string& command, bool gpu, const bench_options& o);
+
 /// Prints the report's table on stdout, writes its JSON when asked, and
 /// throws CLI::RuntimeError(1) when a check failed, a row failed or the JSON
 /// could not be written (after both were written).

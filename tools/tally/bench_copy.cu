@@ -21,7 +21,6 @@
 #include "device_memory.cuh"
 #include "gpu_harness.cuh"
 #include "output.hpp"
-#include "run_info.hpp"
 
 namespace tally::cli {
 namespace {
@@ -77,19 +76,12 @@ class copy_bench {
   explicit copy_bench(const copy_settings& s) : s_(s) {}
 
   void run() {
-    report_.command = "tally bench copy";
-    report_.backend = "gpu";
-    report_.metadata = bench::gpu_run_metadata();
+    report_ = start_report("tally bench copy", true, s_.common);
     const double l2 = report_.metadata["device"]["l2_bytes"].get<double>();
     std::random_device entropy;
     const std::uint64_t seed = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.settings = {{"trials", s_.common.trials.trials},
-                        {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup},
-                        {"min_log2", s_.min_log2},
-                        {"max_log2", s_.max_log2},
-                        {"step_log2", s_.step_log2},
-                        {"seed", seed}};
+    report_.settings.update(bench::json{
+        {"min_log2", s_.min_log2}, {"max_log2", s_.max_log2}, {"step_log2", s_.step_log2}, {"seed", seed}});
     report_.check_mode =
         "exact: the destination, poisoned before each checked call, must equal the source in every "
         "16-bit unit";

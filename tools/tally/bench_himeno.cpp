@@ -30,7 +30,6 @@
 #include "himeno_shared.hpp"
 #include "measure.hpp"
 #include "problem.hpp"
-#include "run_info.hpp"
 #include "row_tiling.hpp"
 #include "tiling.hpp"
 
@@ -177,17 +176,11 @@ void run_bench_himeno(const bench_himeno_options& o) {
   for (const auto& s : o.sizes) grids.push_back(size_by_name(s));  // every name checked before any work
   const bool gpu = use_gpu(o.common, command);
 
-  bench::report r;
-  r.command = command;
-  r.backend = gpu ? "gpu" : "cpu";
-  r.metadata = gpu ? bench::gpu_run_metadata() : bench::host_run_metadata();
-  r.settings = {{"trials", o.common.trials.trials},
-                {"trial_ms", o.common.trials.trial_ms},
-                {"warmup", o.common.trials.warmup},
-                {"sizes", o.sizes},
+  bench::report r = start_report(command, gpu, o.common);
+  r.settings.update(bench::json{{"sizes", o.sizes},
                 {"sweep_variant", "default_variant(size): rows-2 below L, rows-3 from L"},
                 {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
-                                       " trials, no warm-up, from 10^7 interior points (L, XL)"}};
+                                       " trials, no warm-up, from 10^7 interior points (L, XL)"}});
   r.check_mode =
       "one sweep from the initial fields against the original loop: p bit-equal (baseline: 1e-6 relative), gosa "
       "bit-equal for (5), (3) and deterministic, else within the rounding bound of its longest float-addition chain "

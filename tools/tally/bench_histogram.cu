@@ -34,7 +34,6 @@
 #include "histogram_inputs.hpp"
 #include "output.hpp"
 #include "peers/hist_peers.hpp"
-#include "run_info.hpp"
 #include "tally/tally.hpp"
 
 namespace tally::cli {
@@ -134,13 +133,12 @@ class histogram_bench {
   static constexpr const char* kChildMarker = "CUB-CHILD-ROW ";
 
   void describe_run() {
-    report_.command = "tally bench histogram";
-    report_.backend = gpu_ ? "gpu" : "cpu";
-    report_.metadata = gpu_ ? bench::gpu_run_metadata() : bench::host_run_metadata();
-    report_.settings = {{"trials", s_.common.trials.trials}, {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup}, {"n", s_.n},
-                        {"max_bins", s_.max_bins},           {"cub_isolate_from", s_.cub_isolate_from},
-                        {"cpu_rows", s_.cpu_rows},           {"seed", seed_}};
+    report_ = start_report("tally bench histogram", gpu_, s_.common);
+    report_.settings.update(bench::json{{"n", s_.n},
+                                        {"max_bins", s_.max_bins},
+                                        {"cub_isolate_from", s_.cub_isolate_from},
+                                        {"cpu_rows", s_.cpu_rows},
+                                        {"seed", seed_}});
     report_.check_mode =
         "exact: samples drawn by bin, at least 1 % of a bin width from every edge, counts compared with the bins "
         "drawn; weights multiples of 2^-20 whose sums are exact in any order, sums compared bit for bit";

@@ -22,7 +22,6 @@
 #include "output.hpp"
 #include "peers/reduce_peers.hpp"
 #include "reduce_inputs.hpp"
-#include "run_info.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/workspace.hpp"
 #include "tally/tally.hpp"
@@ -82,20 +81,15 @@ class gpu_reduce_bench {
   void describe_run() {
     std::random_device entropy;
     seed_base_ = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.command = "tally bench reduce";
-    report_.backend = "gpu";
-    report_.metadata = bench::gpu_run_metadata();
+    report_ = start_report("tally bench reduce", true, s_.common);
     report_.metadata["cublas"] = bench::cublas_version();
     const auto& device = report_.metadata["device"];
     l2_bytes_ = device["l2_bytes"].get<double>();
-    report_.settings = {{"trials", s_.common.trials.trials},
-                        {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup},
-                        {"min_log2", s_.min_log2},
-                        {"max_log2", s_.max_log2},
-                        {"step_log2", s_.step_log2},
-                        {"tally_checks", s_.unchecked ? "unchecked" : "checked"},
-                        {"seed", seed_base_}};
+    report_.settings.update(bench::json{{"min_log2", s_.min_log2},
+                                        {"max_log2", s_.max_log2},
+                                        {"step_log2", s_.step_log2},
+                                        {"tally_checks", s_.unchecked ? "unchecked" : "checked"},
+                                        {"seed", seed_base_}});
     report_.check_mode = reduce_check_mode();
     std::cout << "tally bench reduce on " << device["name"].get<std::string>() << " (" << device["sm_count"].get<int>()
               << " SMs, L2 " << l2_bytes_ / kMiB << " MiB), CUDA "

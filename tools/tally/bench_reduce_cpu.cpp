@@ -20,7 +20,6 @@
 #include "measure.hpp"
 #include "output.hpp"
 #include "reduce_inputs.hpp"
-#include "run_info.hpp"
 #include "tally/tally.hpp"
 
 #ifdef TALLY_BENCH_HAVE_EIGEN
@@ -108,23 +107,18 @@ class cpu_reduce_bench {
   void describe_run() {
     std::random_device entropy;
     seed_base_ = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.command = "tally bench reduce";
-    report_.backend = "cpu";
-    report_.metadata = bench::host_run_metadata();
+    report_ = start_report("tally bench reduce", false, s_.common);
 #ifdef TALLY_BENCH_HAVE_EIGEN
     report_.metadata["eigen"] = std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                                 std::to_string(EIGEN_MINOR_VERSION);
 #else
     report_.notes.push_back("Eigen was not found at build time: no Eigen rows");
 #endif
-    report_.settings = {{"trials", s_.common.trials.trials},
-                        {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup},
-                        {"min_log2", s_.min_log2},
-                        {"max_log2", s_.largest_log2(false)},
-                        {"step_log2", s_.step_log2},
-                        {"tally_checks", s_.unchecked ? "unchecked" : "checked"},
-                        {"seed", seed_base_}};
+    report_.settings.update(bench::json{{"min_log2", s_.min_log2},
+                                        {"max_log2", s_.largest_log2(false)},
+                                        {"step_log2", s_.step_log2},
+                                        {"tally_checks", s_.unchecked ? "unchecked" : "checked"},
+                                        {"seed", seed_base_}});
     report_.check_mode = reduce_check_mode();
     const auto& host = report_.metadata["host"];
     const int threads = host["openmp_threads"].get<int>();

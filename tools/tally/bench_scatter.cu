@@ -35,7 +35,6 @@
 #include "device_memory.cuh"
 #include "gpu_harness.cuh"
 #include "output.hpp"
-#include "run_info.hpp"
 #include "timing.cuh"
 #include "tally/tally.hpp"
 
@@ -183,14 +182,10 @@ class scatter_bench {
   explicit scatter_bench(const scatter_settings& s) : s_(s) {}
 
   void run() {
-    report_.command = "tally bench scatter";
-    report_.backend = "gpu";
-    report_.metadata = bench::gpu_run_metadata();
+    report_ = start_report("tally bench scatter", true, s_.common);
     std::random_device entropy;
     const std::uint64_t seed = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.settings = {{"trials", s_.common.trials.trials}, {"trial_ms", s_.common.trials.trial_ms},
-                        {"warmup", s_.common.trials.warmup}, {"rows_at_width_128", s_.rows},
-                        {"out_rows", s_.out_rows},           {"seed", seed}};
+    report_.settings.update(bench::json{{"rows_at_width_128", s_.rows}, {"out_rows", s_.out_rows}, {"seed", seed}});
     report_.check_mode =
         "values -1, 0, 1 with exact int64 sums on the host: equal below 2^24 (f32) / 2^53 (f64) / 256 (bf16) "
         "addends, else within (m-1)·u·m; deterministic rows bitwise equal to the exact sum rounded once";
