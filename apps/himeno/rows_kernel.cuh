@@ -23,7 +23,7 @@
 //
 // Shared memory: kCoefSlots = Ahead + 1 slots of 12 coefficient rows, and a
 // ring of kPSlots = Ahead + 5 p entries (one entry = rows j−1..j+1 of one
-// plane), every row buffer row_buffer_floats(mk) floats. Step n reads p
+// plane), every row buffer row_floats_for<Ahead>(mk) floats. Step n reads p
 // entries P−2, P−1, P (planes i−1, i, i+1); a unit's first step brings three
 // entries, the others one. One __syncthreads a step:
 // after it, step n−1's reads are done, so the producer (warp 0) may refill

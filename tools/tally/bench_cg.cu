@@ -60,6 +60,12 @@ int host_threads() {
 #endif
 }
 
+/// What one solve reported: its iterations and whether it converged.
+struct solve_outcome {
+  std::int64_t iterations = 0;
+  bool converged = false;
+};
+
 /// What the solves of one row did: the iterations of the first, whether a
 /// later one differed (the same inputs must take the same path), and whether
 /// the solver reported convergence for every one of them.
@@ -68,12 +74,12 @@ struct solve_log {
   std::int64_t differing = -1;  ///< the first count that differed from `iterations`, or -1
   bool converged = true;        ///< false once any solve did not converge
 
-  void record(std::int64_t its, bool ok) {
+  void record(const solve_outcome& o) {
     if (iterations < 0)
-      iterations = its;
-    else if (its != iterations && differing < 0)
-      differing = its;
-    converged = converged && ok;
+      iterations = o.iterations;
+    else if (o.iterations != iterations && differing < 0)
+      differing = o.iterations;
+    converged = converged && o.converged;
   }
 };
 
@@ -106,6 +112,22 @@ void add_solve_metrics(bench::row& row, const solve_log& log, double relres, dou
   row.extra["relres"] = std::isfinite(relres) ? bench::json(relres) : bench::json(nullptr);
 }
 
+/// One row of solves through bench::measure: `peer` named, noted and with its
+/// reset; `solve` runs one solve from x = 0 and says what it did; `read_x`
+/// returns x on the host. Adds the solve metrics (floor_us NaN: none).
+template <class T>
+bench::row& measure_solves(bench::harness& h, const bench::row& proto, const cg_problem<T>& p, double rtol,
+                           bench::peer peer, const std::function<solve_outcome()>& solve,
+                           const std::function<std::vector<T>()>& read_x, double floor_us) {
+  solve_log log;
+  double relres = NAN;
+  peer.run = [&] { log.record(solve()); };
+  peer.verify = [&] { return check_solution(p, read_x(), log, rtol, relres); };
+  bench::row& row = bench::measure(h, peer, proto);  // before reading relres, which its checks set
+  add_solve_metrics(row, log, relres, rtol, floor_us);
+  return row;
+}
+
 template <class T>
 void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, bench::report& r) {
   const std::size_t n = static_cast<std::size_t>(p.rows), bytes = n * sizeof(T);
@@ -122,29 +144,23 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
     bench::harness host = bench::host_harness(r, settings);
     std::vector<T> x(n);
     for (const bool eigen : {true, false}) {
-      solve_log log;
-      double relres = NAN;
       bench::peer peer;
       peer.name = eigen ? "eigen" : "tally-cpu";
       peer.note = std::to_string(threads) + " threads";
       peer.reset = [&] { std::fill(x.begin(), x.end(), std::numeric_limits<T>::quiet_NaN()); };
-      peer.run = [&] {
+      auto solve = [&]() -> solve_outcome {
         std::fill(x.begin(), x.end(), T(0));
-        if (eigen) {
-          log.record(bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
-                                         p.a.values.data(), p.b.data(), x.data(), s.rtol, s.max_iters, threads),
-                     true);
-        } else {
-          solvers::cg_options o;
-          o.rtol = s.rtol;
-          o.max_iterations = s.max_iters;
-          const auto result = solvers::cg(tally::cpu, p.a.view(), p.b.data(), x.data(), o);
-          log.record(result.iterations, result.status == solvers::cg_status::converged);
-        }
+        if (eigen)  // Eigen says nothing of convergence: the residual check decides
+          return {bench::cg::eigen_cg(static_cast<int>(p.rows), p.a.offsets.data(), p.a.columns.data(),
+                                      p.a.values.data(), p.b.data(), x.data(), s.rtol, s.max_iters, threads),
+                  true};
+        solvers::cg_options o;
+        o.rtol = s.rtol;
+        o.max_iterations = s.max_iters;
+        const auto result = solvers::cg(tally::cpu, p.a.view(), p.b.data(), x.data(), o);
+        return {result.iterations, result.status == solvers::cg_status::converged};
       };
-      peer.verify = [&] { return check_solution(p, x, log, s.rtol, relres); };
-      bench::row& row = bench::measure(host, peer, proto);  // before reading relres, which its checks set
-      add_solve_metrics(row, log, relres, s.rtol, NAN);
+      measure_solves<T>(host, proto, p, s.rtol, peer, solve, [&] { return x; }, NAN);
     }
   }
   if (!gpu) return;
@@ -178,16 +194,14 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
                                          a.view().columns,         a.view().values,         d_dinv.data()};
     bench::cg::ladder<T> ladder(dm);
     for (const auto rung : bench::cg::kRungs) {
-      solve_log log;
-      double relres = NAN;
       bench::peer peer;
       peer.name = bench::cg::rung_name(rung);
       peer.note = rung == bench::cg::rung::sample ? "no preconditioner" : "";
       peer.reset = [&] { bench::poison(x.data(), bytes, nullptr); };
-      peer.run = [&] { log.record(ladder.solve(rung, b.data(), x.data(), s.rtol, s.max_iters), true); };
-      peer.verify = [&] { return check_solution(p, solution(), log, s.rtol, relres); };
-      bench::row& row = bench::measure(device, peer, proto);
-      add_solve_metrics(row, log, relres, s.rtol, floor_us(true));
+      auto solve = [&]() -> solve_outcome {  // the seed's code says nothing of convergence either
+        return {ladder.solve(rung, b.data(), x.data(), s.rtol, s.max_iters), true};
+      };
+      measure_solves<T>(device, proto, p, s.rtol, peer, solve, solution, floor_us(true));
     }
   }
   // tally on the GPU: each mode, CSR and matrix-free; a call is x zeroed,
@@ -210,8 +224,6 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
       o.mode = v.mode;
       o.graph_unroll = v.unroll;
       o.pipelined = v.pipelined;
-      solve_log log;
-      double relres = NAN;
       std::string note;
       solvers::cg_mode ran = v.mode;
       bench::peer peer;
@@ -220,7 +232,7 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
         bench::poison(x.data(), bytes, nullptr);
         bench::poison(result.data(), sizeof(solvers::cg_device_result), nullptr);
       };
-      peer.run = [&] {
+      auto solve = [&]() -> solve_outcome {
         TALLY_CUDA(cudaMemsetAsync(x.data(), 0, bytes));
         note.clear();
         ran = free ? solvers::cg_async(tally::gpu, p.stencil(), static_cast<const T*>(b.data()), x.data(), o,
@@ -229,11 +241,9 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
                                        result.data(), &note);
         solvers::cg_device_result done{};
         TALLY_CUDA(cudaMemcpy(&done, result.data(), sizeof done, cudaMemcpyDeviceToHost));  // the one wait
-        log.record(done.iterations, done.status == static_cast<int>(solvers::cg_status::converged));
+        return {done.iterations, done.status == static_cast<int>(solvers::cg_status::converged)};
       };
-      peer.verify = [&] { return check_solution(p, solution(), log, s.rtol, relres); };
-      bench::row& row = bench::measure(device, peer, proto);
-      add_solve_metrics(row, log, relres, s.rtol, floor_us(!free));
+      bench::row& row = measure_solves<T>(device, proto, p, s.rtol, peer, solve, solution, floor_us(!free));
       auto append = [&row](const std::string& text) {
         if (!text.empty()) row.note += (row.note.empty() ? "" : "; ") + text;
       };
@@ -250,14 +260,15 @@ void run_bench_cg(const bench_cg_settings& s) {
   const std::string command = "tally bench cg";
   const bool gpu = use_gpu(s.common, command);
   bench::report r = start_report(command, gpu, s.common);
-  r.settings.update(bench::json{{"host_rows_from_2e6_rows", std::to_string(s.long_trials) + " trials of one solve, no warm-up"},
-                {"grids", s.grids},
-                {"f64_grids", s.f64_grids},
-                {"matrices", s.matrices},
-                {"rtol", s.rtol},
-                {"max_iters", s.max_iters},
-                {"cpu_max_grid", s.cpu_max_grid},
-                {"host_threads", host_threads()}});
+  r.settings.update(
+      bench::json{{"host_rows_from_2e6_rows", std::to_string(s.long_trials) + " trials of one solve, no warm-up"},
+                  {"grids", s.grids},
+                  {"f64_grids", s.f64_grids},
+                  {"matrices", s.matrices},
+                  {"rtol", s.rtol},
+                  {"max_iters", s.max_iters},
+                  {"cpu_max_grid", s.cpu_max_grid},
+                  {"host_threads", host_threads()}});
   r.check_mode =
       "each solve's x on the host: ||b - A x|| / ||b|| in double <= 1.5 rtol, the solver's own status converged, the "
       "same iteration count in every solve of the row";

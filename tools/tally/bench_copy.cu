@@ -80,8 +80,8 @@ class copy_bench {
     const double l2 = report_.metadata["device"]["l2_bytes"].get<double>();
     std::random_device entropy;
     const std::uint64_t seed = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy();
-    report_.settings.update(bench::json{
-        {"min_log2", s_.min_log2}, {"max_log2", s_.max_log2}, {"step_log2", s_.step_log2}, {"seed", seed}});
+    report_.settings.update(
+        bench::json{{"min_log2", s_.min_log2}, {"max_log2", s_.max_log2}, {"step_log2", s_.step_log2}, {"seed", seed}});
     report_.check_mode =
         "exact: the destination, poisoned before each checked call, must equal the source in every "
         "16-bit unit";

@@ -178,9 +178,9 @@ void run_bench_himeno(const bench_himeno_options& o) {
 
   bench::report r = start_report(command, gpu, o.common);
   r.settings.update(bench::json{{"sizes", o.sizes},
-                {"sweep_variant", "default_variant(size): rows-2 below L, rows-3 from L"},
-                {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
-                                       " trials, no warm-up, from 10^7 interior points (L, XL)"}});
+                                {"sweep_variant", "default_variant(size): rows-2 below L, rows-3 from L"},
+                                {"cpu_rows_large", "one sweep a call, " + std::to_string(o.cpu_trials_large) +
+                                                       " trials, no warm-up, from 10^7 interior points (L, XL)"}});
   r.check_mode =
       "one sweep from the initial fields against the original loop: p bit-equal (baseline: 1e-6 relative), gosa "
       "bit-equal for (5), (3) and deterministic, else within the rounding bound of its longest float-addition chain "
