@@ -77,6 +77,10 @@ class Runner:
         if self.on_row is not None:
             self.on_row(self.rows)
 
+    def spent(self):
+        """Whether the run's time budget is spent (rows from now on are not run)."""
+        return self.deadline is not None and time.monotonic() > self.deadline
+
     def row(self, name, fn, check, calls=5, deterministic_torch=False, reset=None, **info):
         """Checks fn's result, times fn, checks again, records the row.
 
@@ -87,7 +91,7 @@ class Runner:
         SINGLE_TRIAL_US). Once the run's time budget is spent, rows are
         recorded as not run."""
         entry = {"name": name, **info}
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        if self.spent():
             entry.update(us=None, checked=False, not_run="the run's time budget (--budget) was spent")
             self.record(entry)
             return
@@ -284,43 +288,60 @@ def index_add_rows(r, src_rows, rows_out, widths, dtypes, hots):
             index = hot_keys(n, rows_out, hot, g)
             addends = torch.bincount(index, minlength=rows_out).to(torch.float64)
             for dtype in dtypes:
+                name = str(dtype).replace("torch.", "")
+                info = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name)
+                impls = [f"tally.index_add {name}", f"tally.index_add {name} deterministic",
+                         f"tally.index_add {name} deterministic, given scale", f"torch.index_add_ {name}",
+                         f"torch.index_add_ {name} deterministic"]
+                if r.spent():  # recorded as not run, without building the float64 references
+                    for impl in impls:
+                        r.row(impl, None, None, **info)
+                    continue
                 src = torch.randn(n, width, device="cuda", generator=g).to(dtype)
                 wide = src.double()
                 ref = torch.zeros(rows_out, width, device="cuda", dtype=torch.float64).index_add_(0, index, wide)
-                mass = torch.zeros(rows_out, width, device="cuda", dtype=torch.float64).index_add_(0, index, wide.abs())
+                bound = torch.zeros(rows_out, width, device="cuda", dtype=torch.float64).index_add_(0, index, wide.abs())
                 # Plus the deterministic mode's quantum (values kept to 61 - ceil(log2 n)
                 # bits below the largest), once per addend.
                 top = float(wide.abs().max())
-                quantum = 2.0 ** (math.ceil(math.log2(top)) + math.ceil(math.log2(n)) - 60) if top > 0 else 0.0
-                bound = ((addends.clamp(min=1) - 1)[:, None] * UNIT_ROUNDOFF[dtype] * mass
-                         + 2 * UNIT_ROUNDOFF[dtype] * ref.abs() + addends[:, None] * quantum)
-                out = torch.zeros(rows_out, width, device="cuda", dtype=dtype)
                 del wide
+                quantum = 2.0 ** (math.ceil(math.log2(top)) + math.ceil(math.log2(n)) - 60) if top > 0 else 0.0
+                u = UNIT_ROUNDOFF[dtype]
+                # In place, a slice of rows at a time: at width 1024 one float64
+                # output is 14 GB, and whole-tensor temporaries would not fit.
+                for rows in row_slices(rows_out, width):
+                    bound[rows].mul_((addends[rows].clamp(min=1) - 1)[:, None] * u)
+                    bound[rows].add_(ref[rows].abs(), alpha=2 * u).add_(addends[rows, None] * quantum)
+                out = torch.zeros(rows_out, width, device="cuda", dtype=dtype)
 
                 def within(o):
-                    return bool(((o.double() - ref).abs() <= bound).all())
+                    return all(bool(((o[rows].double() - ref[rows]).abs() <= bound[rows]).all())
+                               for rows in row_slices(rows_out, width))
 
-                name = str(dtype).replace("torch.", "")
                 # Zeroed before each checked call only (see Runner.row): the
                 # timed calls are the row scatter alone, adding into out.
-                info = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name, reset=out.zero_)
-                r.row(f"tally.index_add {name}", lambda: tally.index_add(out, index, src, check_indices=False), within,
-                      **info)
-                r.row(f"tally.index_add {name} deterministic",
-                      lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False), within, **info)
+                info["reset"] = out.zero_
+                r.row(impls[0], lambda: tally.index_add(out, index, src, check_indices=False), within, **info)
+                r.row(impls[1], lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False),
+                      within, **info)
                 # The scale a caller who knows |src| <= top would give: every
                 # |v|·2^s <= 2^(61 - ceil(log2 n)), inside the contract, and no
                 # pass over src to derive it. (Its quantum is at most the
                 # derived one's, so the bound above covers it.)
                 given = 61 - math.ceil(math.log2(n)) - (math.ceil(math.log2(top)) if top > 0 else 0)
-                r.row(f"tally.index_add {name} deterministic, given scale",
-                      lambda: tally.index_add(out, index, src, deterministic=True, fixed_point_bits=given,
-                                              check_indices=False), within, fixed_point_bits=given, **info)
-                r.row(f"torch.index_add_ {name}", lambda: out.index_add_(0, index, src), within, **info)
-                r.row(f"torch.index_add_ {name} deterministic", lambda: out.index_add_(0, index, src), within,
-                      deterministic_torch=True, calls=1, **info)
-                del src, ref, mass, bound, out
+                r.row(impls[2], lambda: tally.index_add(out, index, src, deterministic=True, fixed_point_bits=given,
+                                                        check_indices=False), within, fixed_point_bits=given, **info)
+                r.row(impls[3], lambda: out.index_add_(0, index, src), within, **info)
+                r.row(impls[4], lambda: out.index_add_(0, index, src), within, deterministic_torch=True, calls=1,
+                      **info)
+                del src, ref, bound, out
                 torch.cuda.empty_cache()
+
+
+def row_slices(rows_out, width):
+    """Slices of the output rows of about 2^26 elements each (512 MiB in float64)."""
+    step = max(1, 2**26 // width)
+    return [slice(start, min(start + step, rows_out)) for start in range(0, rows_out, step)]
 
 
 def zipf_keys(n, bins, s, g):
