@@ -1,13 +1,16 @@
 // index_add (row scatter) on both backends, sums: exact data for every
 // value type, index type, row width, stride, alignment, key pattern and
 // strategy; the error bounds each backend documents for inexact data;
-// NaN and ±inf; empty and single rows. Guards before and after out and the
-// gaps between its rows must stay untouched, and so must the rows no index
-// names.
+// NaN and ±inf; the neighbours of half/bfloat16 sums left bit for bit;
+// empty and single rows. Guards before and after out and the gaps between
+// its rows must stay untouched, and so must the rows no index names.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "test_index_add_support.hpp"
@@ -194,6 +197,60 @@ TYPED_TEST(IndexAdd, NanAndInfinityReachTheirElements) {
   check_special_values<TypeParam, std::int32_t, double>();
   check_special_values<TypeParam, std::int64_t, half>();
   check_special_values<TypeParam, std::int32_t, bfloat16>();
+}
+
+/// half and bfloat16 sums of one element go through the 32-bit word it
+/// shares with its neighbour where that neighbour is an output element too
+/// (the GPU adds -0 to it). Rows only to even keys, half of them to the last
+/// key (whose neighbour, past the end or in a gap, is not an output element);
+/// the odd rows between hold -0, +0, ±inf, ±the smallest subnormal, a NaN and
+/// an ordinary value, which must stay bit for bit (the NaN: a NaN).
+template <class Side, class V>
+void check_neighbours_of_narrow_sums() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t rows = 200, out_rows = 65;  // bfloat16 sums of 200 values of ±1 are exact
+  const float subnormal = std::is_same_v<V, half> ? 0x1p-24f : 0x1p-133f;
+  const float specials[] = {
+      -0.0f,     0.0f,       -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::infinity(),
+      subnormal, -subnormal, std::numeric_limits<float>::quiet_NaN(), 1.5f};
+  for (const std::int64_t cols : {1, 3}) {
+    for (const std::int64_t gap : {0, 1}) {
+      row_case<std::int32_t, V> c(rows, cols, out_rows, 0, gap, 0);
+      c.index.resize(static_cast<std::size_t>(rows));
+      for (auto& k : c.index)
+        k = rng.integer(0, 1) ? static_cast<std::int32_t>(out_rows - 1)
+                              : static_cast<std::int32_t>(2 * rng.integer(0, (out_rows - 1) / 2));
+      c.fill([&] { return random_integer<V>(rng, exact_bound<V>(rows)); });
+      for (std::int64_t k = 1; k < out_rows; k += 2)
+        for (std::int64_t j = 0; j < cols; ++j)
+          c.out_at(k, j) = convert<V>(specials[static_cast<std::size_t>(k / 2 + j) % std::size(specials)]);
+      const reference<std::int32_t, V, plus> ref(c);
+      device_case<std::int32_t, V> d(Side::on_gpu, c);
+      for (const auto strategy : kIndexAddStrategies) {
+        SCOPED_TRACE(c.describe() + ", " + tally::to_string(strategy));
+        index_add_options opts;
+        opts.strategy = strategy;
+        const auto got = run_and_read<Side>(d, c, plus{}, opts);
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          if (ref.reached[e]) {
+            ASSERT_EQ(to_long_double(got[e]), ref.value[e]) << "out element " << e;
+          } else if (std::isnan(to_long_double(c.out[e]))) {
+            EXPECT_TRUE(std::isnan(to_long_double(got[e]))) << "out element " << e << " was a NaN";
+          } else {
+            ASSERT_EQ(std::memcmp(&got[e], &c.out[e], sizeof(V)), 0)
+                << "out element " << e << " (" << static_cast<double>(to_long_double(c.out[e]))
+                << "), reached by no row, changed to " << static_cast<double>(to_long_double(got[e]));
+          }
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(IndexAdd, NarrowSumsLeaveTheirNeighboursBitExact) {
+  check_neighbours_of_narrow_sums<TypeParam, half>();
+  check_neighbours_of_narrow_sums<TypeParam, bfloat16>();
 }
 
 TYPED_TEST(IndexAdd, EmptyProblemsWriteNothingAndOneRowIsExact) {

@@ -193,7 +193,7 @@ void execute_index_add(const gpu_backend& gpu, const row_scatter<I, V>& p, V* ou
         scratch_for(gpu), p.rows, sort_temp_bytes(p.rows, sort_end_bit(p.out_rows), gpu.stream), 0, gpu.stream);
     try {
       sort_rows_by_key(gpu, p, scratch, scratch.temp_bytes, opts);
-      const iak::out_sink<V, Op> sink{out, p.out_stride, op};
+      const iak::out_sink<V, Op> sink{out, p.out_stride, p.out_rows, p.cols, op};
       launch_sorted_runs(gpu, p, scratch, iak::plain_runs<V, Op>{op, out, p.out_stride, sink}, opts);
       if (opts.chosen) *opts.chosen = strategy;
     } catch (...) {
@@ -208,8 +208,8 @@ void execute_index_add(const gpu_backend& gpu, const row_scatter<I, V>& p, V* ou
     if (work) {
       using Acc = default_accumulator_t<V>;
       const kernels::histogram::out_of_range_report report{checked ? &scratch.words->bad_position : nullptr, 0, p.rows};
-      launch_index_add(gpu, p, op, iak::plain_values<Acc>{}, iak::out_sink<V, Op>{out, p.out_stride, op}, strategy,
-                       report, opts);
+      const iak::out_sink<V, Op> sink{out, p.out_stride, p.out_rows, p.cols, op};
+      launch_index_add(gpu, p, op, iak::plain_values<Acc>{}, sink, strategy, report, opts);
     }
     if (opts.chosen) *opts.chosen = strategy;
   } catch (...) {

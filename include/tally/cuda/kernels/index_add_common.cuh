@@ -163,29 +163,66 @@ __device__ __forceinline__ void red_add_8(V* p, const float (&v)[8]) {
                  : "memory");
 }
 
+/// v added to the half/bfloat16 at p by the packed-pair reduction on p's
+/// aligned 32-bit word, the other half of the word getting -0 (x + (-0) = x
+/// for every x, -0 included; a NaN stays a NaN). sm_90 has no 16-bit atomic
+/// addition: CUDA's atomicAdd on one half/bfloat16 is a compare-and-swap
+/// loop, which collapses when many warps add into one element (a hot key of
+/// width-1 rows: 10.6 s where the packed form takes milliseconds). Pre: the
+/// other half is memory the call may update (an element of the output).
+template <class V>
+__device__ __forceinline__ void red_add_in_pair(V* p, float v) {
+  constexpr float kNegativeZero = -0.0f;
+  const bool low = (reinterpret_cast<std::uintptr_t>(p) & 2u) == 0;
+  const unsigned word = low ? pack_pair<V>(v, kNegativeZero) : pack_pair<V>(kNegativeZero, v);
+  auto* aligned = reinterpret_cast<unsigned*>(reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{3});
+  if constexpr (std::is_same_v<V, bfloat16>)
+    asm volatile("red.global.add.noftz.bf16x2 [%0], %1;" ::"l"(aligned), "r"(word) : "memory");
+  else
+    asm volatile("red.global.add.noftz.f16x2 [%0], %1;" ::"l"(aligned), "r"(word) : "memory");
+}
+
 /// Adds combined chunks to the output: out[key·stride + col + e] =
 /// op(..., acc[e]) atomically. Sums use the hardware's vector atomics where
 /// the address allows (float4, 8 half/bfloat16 on sm_90), each element's
-/// own atomic otherwise; half and bfloat16 sums are rounded to V first.
-/// Other operators: a compare-and-swap loop per element.
+/// own atomic otherwise (one half/bfloat16 through its 32-bit word where the
+/// word's other half is an output element too); half and bfloat16 sums are
+/// rounded to V first. Other operators: a compare-and-swap loop per element.
 template <class V, class Op>
 struct out_sink {
   using acc_type = default_accumulator_t<V>;
   V* out;
   std::int64_t stride;
+  std::int64_t rows;  ///< output rows
+  std::int64_t cols;  ///< columns a row (<= stride)
   Op op;
 
   __device__ __forceinline__ void touch(std::int64_t) const {}
 
-  __device__ __forceinline__ void add_one(V* p, acc_type v) const {
+  /// Whether the element next to (key, col) in the other half of its 32-bit
+  /// word is an output element: the row's next (previous) column, or with
+  /// stride == cols the next row's first (previous row's last) one.
+  __device__ __forceinline__ bool pair_in_output(std::int64_t key, std::int64_t col, const V* p) const {
+    const bool low = (reinterpret_cast<std::uintptr_t>(p) & 2u) == 0;
+    return low ? col + 1 < cols || (stride == cols && key + 1 < rows) : col > 0 || (stride == cols && key > 0);
+  }
+
+  __device__ __forceinline__ void add_one(std::int64_t key, std::int64_t col, acc_type v) const {
+    V* p = out + key * stride + col;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (std::is_same_v<Op, plus> && is_low_precision_v<V>) {
+      if (pair_in_output(key, col, p)) {
+        red_add_in_pair(p, v);
+        return;
+      }
+    }
+#endif
     if constexpr (std::is_same_v<Op, plus>) atomicAdd(p, convert<V>(v));
     else if constexpr (is_low_precision_v<V>) narrow_atomic_update(p, v, op);
     else device::atomic_accumulate(p, v, op);
   }
 
-  __device__ __forceinline__ void add(std::int64_t key, std::int64_t col, acc_type v) const {
-    add_one(out + key * stride + col, v);
-  }
+  __device__ __forceinline__ void add(std::int64_t key, std::int64_t col, acc_type v) const { add_one(key, col, v); }
 
   template <int W>
   __device__ __forceinline__ void add(std::int64_t key, std::int64_t col, const acc_type (&acc)[W], int count) const {
@@ -206,7 +243,7 @@ struct out_sink {
 #endif
 #pragma unroll
     for (int e = 0; e < W; ++e)
-      if (e < count) add_one(p + e, acc[e]);
+      if (e < count) add_one(key, col + e, acc[e]);
   }
 };
 
