@@ -338,7 +338,7 @@ void add_bench_scatter(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_flag_callback(
       "--no-plain-atomics", [s] { s->plain_atomics = false; },
-      "leave out the plain-atomics rows (one atomic per element: seconds a call on a hot row of bf16)");
+      "leave out the plain-atomics rows (one atomic per element: up to a second a call on a hot row)");
   cmd->callback([s] {
     if (!use_gpu(s->common, "tally bench scatter")) {
       std::cout << "tally bench scatter: the row-scatter study times GPU atomics; nothing to run on the CPU\n";
