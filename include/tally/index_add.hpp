@@ -66,7 +66,11 @@ namespace tally {
 ///     -- rounded once to V with the output element when no other 256 shares
 ///     its index, else added by an atomic (rounded to V first).
 ///   GPU sums are rounded in an order that depends on timing (use
-///   opts.deterministic for the same bits on every run). minimum and maximum
+///   opts.deterministic for the same bits on every run). A half or bfloat16
+///   sum added to one element (not 8 at a 16-byte boundary) goes through the
+///   element's 32-bit word, adding -0 to the other half where that half is an
+///   output element too: every value there stays as it was, bit for bit,
+///   except that a NaN may come back as another NaN. minimum and maximum
 ///   are exact (NaN propagates, as tally::minimum/maximum define it).
 ///
 /// Errors (checked mode, the default): every argument is checked before

@@ -443,7 +443,9 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
     PyTorch's out.index_add_(0, index, src) (reduce="sum") and
     out.index_reduce_(0, index, src, "amin"/"amax", include_self=True);
     np.add.at(out, index, src) for 2-D arrays. Rows of out that no index
-    names, and the elements between rows of a strided out, are not touched.
+    names, and the elements between rows of a strided out, are not touched
+    (float16/bfloat16 on the GPU: they keep their bits, but a NaN beside a
+    summed element may come back as another NaN).
 
     Parameters
     ----------

@@ -167,8 +167,8 @@ __device__ __forceinline__ void red_add_8(V* p, const float (&v)[8]) {
 /// aligned 32-bit word, the other half of the word getting -0 (x + (-0) = x
 /// for every x, -0 included; a NaN stays a NaN). sm_90 has no 16-bit atomic
 /// addition: CUDA's atomicAdd on one half/bfloat16 is a compare-and-swap
-/// loop, which collapses when many warps add into one element (a hot key of
-/// width-1 rows: 10.6 s where the packed form takes milliseconds). Pre: the
+/// loop, which collapses when many warps add into one element (width-1 bf16
+/// rows, half of 994 M on one key: 10.6 s a call; 56 ms this way). Pre: the
 /// other half is memory the call may update (an element of the output).
 template <class V>
 __device__ __forceinline__ void red_add_in_pair(V* p, float v) {
