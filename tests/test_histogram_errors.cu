@@ -253,7 +253,7 @@ TYPED_TEST(HistogramErrors, DeterministicModeNeverInspectsTheWeightsOfIgnoredSam
       EXPECT_TRUE(counts.guards_intact());
     }
   }
-  // A NaN weight on a sample that lands in a bin is an error, after the others were counted.
+  // A NaN weight on a sample that lands in a bin is an error naming 'weights', after the others were counted.
   w[1] = std::nan("");
   want[1] -= static_cast<long double>(static_cast<double>(1 % 7) - 3.0);
   weights.write(w);
@@ -266,7 +266,7 @@ TYPED_TEST(HistogramErrors, DeterministicModeNeverInspectsTheWeightsOfIgnoredSam
           tally::histogram_even_weighted(S::backend(), samples.data(), weights.data(), n, bins, 0.0, 1.0, counts.data(),
                                          opts);
         },
-        {"tally::histogram_even_weighted", "'value'"});
+        {"tally::histogram_even_weighted", "'weights'"});
     const auto got = counts.read();
     for (std::int64_t k = 0; k < bins; ++k) EXPECT_EQ(got[k], static_cast<double>(want[k])) << tally::to_string(s);
     EXPECT_TRUE(counts.guards_intact());

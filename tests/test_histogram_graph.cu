@@ -2,10 +2,12 @@
 // captured graph, checked against a host reference (not another GPU call),
 // or is refused at capture with a clear error -- never a graph that records
 // an allocation it cannot replay. Covered: the first call on a fresh
-// workspace, a call that must grow it, a call on the stream's own pool, the
+// workspace, a call that must grow it (reduce, and the weighted histogram,
+// scatter_reduce and index_add), a call on the stream's own pool, the
 // checked scatter_reduce (refused unless options.errors takes the report),
 // and the value-returning sum.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -88,6 +90,93 @@ TYPED_TEST(GraphGpu, ReduceOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceRes
   this->expect_refused([&] { (void)tally::sum(gpu, static_cast<const float*>(x.data()), n); }, {"sum", "reduce()"});
 }
 
+// The scatter family takes its scratch (the deterministic int64 sums, the
+// error words) from the same workspace: on a fresh one, and on one sized by a
+// smaller call, the capture is refused; once reserved, it replays.
+TYPED_TEST(GraphGpu, ScatterFamilyOnAFreshOrTooSmallWorkspaceIsRefusedAndReplaysOnceReserved) {
+  auto& stream = this->stream;
+  auto& rng = this->rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t n = 1000003, bins = 100000, cols = 4, out_rows = 5000;
+  const auto host = samples_with_outliers(rng, static_cast<std::size_t>(n), -1.0, 1.0);
+  std::vector<double> weights(n);
+  std::vector<std::int64_t> keys(n);
+  for (auto& w : weights) w = static_cast<double>(rng.integer(-4, 4));
+  for (auto& k : keys) k = rng.integer(0, bins - 1);
+  std::vector<float> rows(static_cast<std::size_t>(n * cols));
+  for (auto& v : rows) v = static_cast<float>(rng.integer(-4, 4));
+  guarded<double> x(true, n), w(true, n), sums(true, bins), scattered(true, bins);
+  guarded<std::int64_t> index(true, n);
+  guarded<float> src(true, n * cols), out(true, out_rows * cols);
+  guarded<tally::scatter_errors> record(true, 1);
+  x.write(host);
+  w.write(weights);
+  index.write(keys);
+  src.write(rows);
+  // References, small integers throughout (every sum exact): the weighted
+  // histogram by the test's own edges, the scatter-add, and index_add of the
+  // rows whose key is below out_rows (the others are bad indices, reported).
+  std::vector<double> want_sums(static_cast<std::size_t>(bins), 0.0), want_scattered(want_sums);
+  std::vector<float> want_out(static_cast<std::size_t>(out_rows * cols), 0.0f);
+  const auto edges = numpy_edges(bins, -1.0, 1.0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto k = bin_between(edges, host[i]);
+    if (k >= 0) want_sums[static_cast<std::size_t>(k)] += weights[i];
+    want_scattered[static_cast<std::size_t>(keys[i])] += weights[i];
+    if (keys[i] < out_rows)
+      for (std::int64_t j = 0; j < cols; ++j)
+        want_out[static_cast<std::size_t>(keys[i] * cols + j)] += rows[static_cast<std::size_t>(i * cols + j)];
+  }
+  std::int64_t first_bad = -1;
+  for (std::int64_t i = 0; i < n && first_bad < 0; ++i)
+    if (keys[i] >= out_rows) first_bad = i;
+  tally::histogram_options opts;
+  opts.deterministic = true;  // int64 sums in the workspace
+  opts.errors = record.data();
+  tally::index_add_options add_opts;
+  add_opts.deterministic = true;
+  add_opts.errors = record.data();
+  // Each call in full, or small: 10 bins, 10 outputs, 1 output row -- less
+  // scratch, which leaves the workspace too small for the full call.
+  const auto calls = [&](const auto& gpu, bool small) {
+    const std::int64_t b = small ? 10 : bins, rows_out = small ? 1 : out_rows;
+    return std::vector<std::function<void()>>{
+        [&, b] { tally::histogram_even_weighted(gpu, x.data(), w.data(), n, b, -1.0, 1.0, sums.data(), opts); },
+        [&, b] { tally::scatter_reduce(gpu, index.data(), w.data(), n, scattered.data(), b, tally::plus{}, opts); },
+        [&, rows_out] {
+          tally::index_add(gpu, index.data(), src.data(), n, cols, out.data(), rows_out, tally::plus{}, add_opts);
+        }};
+  };
+  for (std::size_t c = 0; c < 3; ++c) {
+    SCOPED_TRACE(c == 0 ? "histogram_even_weighted" : c == 1 ? "scatter_reduce" : "index_add");
+    workspace ws;
+    const auto gpu = tally::gpu.on(stream).with(ws);
+    this->expect_refused(calls(gpu, false)[c], {"workspace", "captured", "reserve"});
+    calls(gpu, true)[c]();
+    TALLY_CUDA(cudaStreamSynchronize(stream));
+    this->expect_refused(calls(gpu, false)[c], {"workspace", "reserve"});
+    ws.reserve(std::size_t(1) << 26, stream);
+    const cudaGraphExec_t exec = this->capture([&] {
+      TALLY_CUDA(cudaMemsetAsync(sums.data(), 0, bins * sizeof(double), stream));
+      TALLY_CUDA(cudaMemsetAsync(scattered.data(), 0, bins * sizeof(double), stream));
+      TALLY_CUDA(cudaMemsetAsync(out.data(), 0, out_rows * cols * sizeof(float), stream));
+      calls(gpu, false)[c]();
+    });
+    for (int replay = 0; replay < 2; ++replay) {
+      TALLY_CUDA(cudaGraphLaunch(exec, stream));
+      TALLY_CUDA(cudaStreamSynchronize(stream));
+      if (c == 0) EXPECT_EQ(sums.read(), want_sums) << "replay " << replay;
+      if (c == 1) EXPECT_EQ(scattered.read(), want_scattered) << "replay " << replay;
+      if (c == 2) {
+        EXPECT_EQ(out.read(), want_out) << "replay " << replay;
+        EXPECT_EQ(record.read()[0].first_bad_index, first_bad) << "replay " << replay;
+      }
+    }
+    TALLY_CUDA(cudaGraphExecDestroy(exec));
+  }
+  EXPECT_TRUE(sums.guards_intact() && scattered.guards_intact() && out.guards_intact() && record.guards_intact());
+}
+
 TYPED_TEST(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
   auto& stream = this->stream;
   auto& rng = this->rng;
@@ -103,9 +192,9 @@ TYPED_TEST(GraphGpu, HistogramsReplayOnTheStreamsPoolForEveryStrategy) {
   for (std::int64_t bins : {5, 3000, 100000}) {
     const auto expected = reference_even<std::int32_t>(host, bins, -1.0, 1.0);
     std::vector<double> expected_weighted(static_cast<std::size_t>(bins), 0.0);
-    const auto key = tally::detail::make_even_bins("reference", bins, -1.0, 1.0);
+    const auto edges = numpy_edges(bins, -1.0, 1.0);
     for (std::int64_t i = 0; i < n; ++i) {
-      const auto k = key(host[i]);
+      const auto k = bin_between(edges, host[i]);
       if (k >= 0) expected_weighted[static_cast<std::size_t>(k)] += weights[i];  // small integers: exact
     }
     guarded<std::int32_t> counts(true, bins);

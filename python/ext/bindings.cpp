@@ -49,8 +49,9 @@ struct call_site {
   std::vector<output_array> keep_outputs;
 };
 
-/// The core names a deterministic sum's bad value 'value' and a histogram's
-/// samples 'samples'; the Python functions call them as below.
+/// The core names a deterministic sum's bad value 'value' (scatter_reduce's
+/// argument, which bincount calls) or 'weights', and a histogram's samples
+/// 'samples'; the Python functions call them as below.
 constexpr call_site::rename kHistogramNames[] = {{"value", "weights"}, {"samples", "x"}};
 constexpr call_site::rename kScatterNames[] = {{"value", "src"}};
 

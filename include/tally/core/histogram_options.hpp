@@ -67,8 +67,9 @@ struct histogram_options : options {
   ///     2^(62 - ceil(log2 n)) so that no sum can overflow.
   /// Only the values of elements that land in a bin are checked: a value
   /// outside the contract (or NaN/±inf) there counts as 0, the other elements
-  /// are applied, and then the call reports invalid_argument naming 'value'
-  /// (checked mode; see `errors`). The values of elements that land in no bin
+  /// are applied, and then the call reports invalid_argument naming the
+  /// values' argument ('weights', or scatter_reduce's 'value'; checked mode;
+  /// see `errors`). The values of elements that land in no bin
   /// (samples outside the range, NaN samples, bad scatter indices) are never
   /// an error, on every backend and strategy. The GPU backend reads an error
   /// flag back to report it, which waits for the stream (checked mode only,
