@@ -9,10 +9,11 @@
 //   build-gpu/apps/himeno/himeno_streaming_ceiling     (~30 s, prints one line a case)
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
+
+#include "tally/cuda/check.cuh"
+#include "timing.cuh"
 
 // K arrays summed a float4 at a time, grid-stride; the sum written (Write) or
 // kept alive by an improbable branch.
@@ -65,39 +66,22 @@ __global__ void rows_pattern(const float* const* in, float* out, int mi, int mj,
 
 namespace {
 
-// Stops on the first CUDA error: a probe that ran nothing must not print a bandwidth.
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
-
-// The median of 10 timed launches after 2 warm-up ones, in ms (CUDA events).
+// Milliseconds a launch takes: the bench library's timer (CUDA events around
+// back-to-back launches, median of 7 trials after 2 warm-up launches). A CUDA
+// error, a launch's own included, throws: a probe that ran nothing never
+// prints a bandwidth.
 template <class Launch>
-float median_ms(const Launch& launch) {
-  cudaEvent_t a, b;
-  check(cudaEventCreate(&a), "cudaEventCreate");
-  check(cudaEventCreate(&b), "cudaEventCreate");
-  std::vector<float> t;
-  for (int r = 0; r < 12; ++r) {
-    check(cudaEventRecord(a), "cudaEventRecord");
+double median_ms(const Launch& launch) {
+  const auto checked = [&] {
     launch();
-    check(cudaGetLastError(), "launch");
-    check(cudaEventRecord(b), "cudaEventRecord");
-    check(cudaEventSynchronize(b), "kernel");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
-    if (r >= 2) t.push_back(ms);
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+    TALLY_CUDA(cudaGetLastError());
+  };
+  return tally::bench::time_calls(nullptr, checked, tally::bench::trial_settings{7, 10.0, 2}).median_us / 1e3;
 }
 
 template <int K, bool Write, bool Streaming>
 void run_flat(const float4* const* in, float4* out, long n4, int blocks) {
-  const float ms = median_ms([&] { streams<K, Write, Streaming><<<blocks, 256>>>(in, out, n4); });
+  const double ms = median_ms([&] { streams<K, Write, Streaming><<<blocks, 256>>>(in, out, n4); });
   const double bytes = static_cast<double>(n4) * 16 * (K + (Write ? 1 : 0));
   std::printf("K=%2d write=%d streaming=%d blocks=%5d threads= 256: %8.3f ms  %7.1f GB/s\n", K, Write, Streaming,
               blocks, ms, bytes / ms / 1e6);
@@ -106,7 +90,7 @@ void run_flat(const float4* const* in, float4* out, long n4, int blocks) {
 template <int K>
 void run_rows(const float* const* in, float* out, int blocks) {
   const int mi = 257, mj = 257, mk = 513;  // Himeno L
-  const float ms = median_ms([&] { rows_pattern<K><<<blocks, 256>>>(in, out, mi, mj, mk, 32); });
+  const double ms = median_ms([&] { rows_pattern<K><<<blocks, 256>>>(in, out, mi, mj, mk, 32); });
   const double bytes = static_cast<double>(mi - 2) * (mj - 2) * (mk - 2) * 4 * (K + 1);
   std::printf("rows pattern K=%2d+1 blocks=%5d: %8.3f ms  %7.1f GB/s\n", K, blocks, ms, bytes / ms / 1e6);
 }
@@ -118,15 +102,15 @@ int main() {
   const long n4 = points / 4;
   std::vector<float*> arrays(14);
   for (auto& p : arrays) {
-    check(cudaMalloc(&p, n4 * 16), "cudaMalloc");
-    check(cudaMemset(p, 0x3f, n4 * 16), "cudaMemset");  // 0.747f everywhere: no zero pages
+    TALLY_CUDA(cudaMalloc(&p, n4 * 16));
+    TALLY_CUDA(cudaMemset(p, 0x3f, n4 * 16));  // 0.747f everywhere: no zero pages
   }
   const float4** in = nullptr;
-  check(cudaMalloc(&in, 14 * sizeof(float*)), "cudaMalloc");
-  check(cudaMemcpy(in, arrays.data(), 14 * sizeof(float*), cudaMemcpyHostToDevice), "cudaMemcpy");
+  TALLY_CUDA(cudaMalloc(&in, 14 * sizeof(float*)));
+  TALLY_CUDA(cudaMemcpy(in, arrays.data(), 14 * sizeof(float*), cudaMemcpyHostToDevice));
   float4* out = reinterpret_cast<float4*>(arrays[13]);  // never one of the K <= 13 inputs
   int sms = 0;
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "cudaDeviceGetAttribute");
+  TALLY_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (int per_sm : {2, 4, 8}) {
     run_flat<1, true, false>(in, out, n4, sms * per_sm);
     run_flat<13, false, false>(in, out, n4, sms * per_sm);
