@@ -7,7 +7,6 @@
 // checked scatter_reduce (refused unless options.errors takes the report),
 // and the value-returning sum.
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -136,31 +135,30 @@ TYPED_TEST(GraphGpu, ScatterFamilyOnAFreshOrTooSmallWorkspaceIsRefusedAndReplays
   tally::index_add_options add_opts;
   add_opts.deterministic = true;
   add_opts.errors = record.data();
-  // Each call in full, or small: 10 bins, 10 outputs, 1 output row -- less
-  // scratch, which leaves the workspace too small for the full call.
-  const auto calls = [&](const auto& gpu, bool small) {
+  // Call c (0 the weighted histogram, 1 scatter_reduce, 2 index_add) in
+  // full, or small: 10 bins, 10 outputs, 1 output row -- less scratch, which
+  // leaves the workspace too small for the full call.
+  const auto call = [&](const auto& gpu, std::size_t c, bool small) {
     const std::int64_t b = small ? 10 : bins, rows_out = small ? 1 : out_rows;
-    return std::vector<std::function<void()>>{
-        [&, b] { tally::histogram_even_weighted(gpu, x.data(), w.data(), n, b, -1.0, 1.0, sums.data(), opts); },
-        [&, b] { tally::scatter_reduce(gpu, index.data(), w.data(), n, scattered.data(), b, tally::plus{}, opts); },
-        [&, rows_out] {
-          tally::index_add(gpu, index.data(), src.data(), n, cols, out.data(), rows_out, tally::plus{}, add_opts);
-        }};
+    if (c == 0) tally::histogram_even_weighted(gpu, x.data(), w.data(), n, b, -1.0, 1.0, sums.data(), opts);
+    if (c == 1) tally::scatter_reduce(gpu, index.data(), w.data(), n, scattered.data(), b, tally::plus{}, opts);
+    if (c == 2)
+      tally::index_add(gpu, index.data(), src.data(), n, cols, out.data(), rows_out, tally::plus{}, add_opts);
   };
   for (std::size_t c = 0; c < 3; ++c) {
     SCOPED_TRACE(c == 0 ? "histogram_even_weighted" : c == 1 ? "scatter_reduce" : "index_add");
     workspace ws;
     const auto gpu = tally::gpu.on(stream).with(ws);
-    this->expect_refused(calls(gpu, false)[c], {"workspace", "captured", "reserve"});
-    calls(gpu, true)[c]();
+    this->expect_refused([&] { call(gpu, c, false); }, {"workspace", "captured", "reserve"});
+    call(gpu, c, true);
     TALLY_CUDA(cudaStreamSynchronize(stream));
-    this->expect_refused(calls(gpu, false)[c], {"workspace", "reserve"});
+    this->expect_refused([&] { call(gpu, c, false); }, {"workspace", "reserve"});
     ws.reserve(std::size_t(1) << 26, stream);
     const cudaGraphExec_t exec = this->capture([&] {
       TALLY_CUDA(cudaMemsetAsync(sums.data(), 0, bins * sizeof(double), stream));
       TALLY_CUDA(cudaMemsetAsync(scattered.data(), 0, bins * sizeof(double), stream));
       TALLY_CUDA(cudaMemsetAsync(out.data(), 0, out_rows * cols * sizeof(float), stream));
-      calls(gpu, false)[c]();
+      call(gpu, c, false);
     });
     for (int replay = 0; replay < 2; ++replay) {
       TALLY_CUDA(cudaGraphLaunch(exec, stream));

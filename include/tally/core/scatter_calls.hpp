@@ -13,8 +13,10 @@
 //       When items.report_out_of_range and the call is checked, the first i
 //       with a key outside [0, bins) is reported after the in-range elements
 //       were applied (thrown as invalid_argument, or left in options.errors).
-//   run_deterministic(backend, a, b, n, bins, key, out, report, options, function, clear)
-//       the same as a fixed-point sum (histogram_options::deterministic).
+//   run_deterministic(backend, a, b, n, bins, key, out, report, options, function, values, clear)
+//       the same as a fixed-point sum (histogram_options::deterministic); a
+//       value outside the fixed-point contract is reported naming `values`,
+//       the argument that holds b ("weights", "value").
 //
 // Errors found before any work (bad arguments, a forced strategy the device
 // cannot run) leave every output untouched on both backends.
@@ -46,10 +48,12 @@ void execute_scatter(const gpu_backend&, const Items&, std::int64_t bins, Out* o
                      const histogram_options&, const char* function, bool clear);
 template <class A, class B, class Key, class V>
 void run_deterministic(const cpu_backend&, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options&, const char* function, bool clear);
+                       V* out, bool report_out_of_range, const histogram_options&, const char* function,
+                       const char* values, bool clear);
 template <class A, class B, class Key, class V>
 void run_deterministic(const gpu_backend&, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options&, const char* function, bool clear);
+                       V* out, bool report_out_of_range, const histogram_options&, const char* function,
+                       const char* values, bool clear);
 
 /// A histogram: counts[0, bins) = the number (or weights' sum) of samples per bin.
 template <class Backend, class A, class B, class Key, class Count>
@@ -72,7 +76,7 @@ void run_histogram(const Backend& backend, const A* samples, const B* weights, s
   if constexpr (weighted) {
     if (opts.deterministic) {
       check_fixed_point_bits(function, opts);
-      run_deterministic(backend, samples, weights, n, bins, key, counts, false, opts, function, true);
+      run_deterministic(backend, samples, weights, n, bins, key, counts, false, opts, function, "weights", true);
       return;
     }
   }
@@ -103,7 +107,7 @@ void run_scatter_reduce(const Backend& backend, const I* index, const V* value, 
   if (opts.deterministic) {
     if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<V>) {
       check_fixed_point_bits(function, opts);
-      run_deterministic(backend, index, value, n, out_size, index_key{}, out, checked, opts, function, false);
+      run_deterministic(backend, index, value, n, out_size, index_key{}, out, checked, opts, function, "value", false);
       return;
     } else {
       throw_invalid_argument(function, "options.deterministic", "needs tally::plus on float or double values");

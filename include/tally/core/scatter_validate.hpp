@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <type_traits>
 
 #include "tally/core/bins.hpp"
@@ -112,16 +111,14 @@ namespace tally::detail {
 
 /// Throws the errors a call found in its data, after it applied the elements
 /// that were fine: a bad index first (position >= 0, `index` its value), then
-/// a bad deterministic value, named as the function's argument: `weights`
-/// for the weighted histograms, `value` for scatter_reduce. Nothing when both
+/// a bad deterministic value, naming `values`, the function's argument that
+/// holds it ("weights", "value"; only read when bad_value). Nothing when both
 /// are absent.
-inline void throw_data_errors(const char* function, const histogram_options& opts, std::int64_t position,
-                              long long index, std::int64_t bins, bool bad_value, std::int64_t n) {
+inline void throw_data_errors(const char* function, const char* values, const histogram_options& opts,
+                              std::int64_t position, long long index, std::int64_t bins, bool bad_value,
+                              std::int64_t n) {
   if (position >= 0) throw_bad_index(function, position, index, bins);
-  if (bad_value) {
-    const bool histogram = std::string_view(function).find("histogram") != std::string_view::npos;
-    throw_fixed_point_range(function, opts, n, histogram ? "weights" : "value");
-  }
+  if (bad_value) throw_fixed_point_range(function, opts, n, values);
 }
 
 }  // namespace tally::detail

@@ -120,10 +120,10 @@ void scatter(const cpu_backend& cpu, const Items& items, std::int64_t bins, Out*
 }
 
 /// After the elements were applied: the data errors of a checked call go to
-/// opts.errors, or are thrown.
+/// opts.errors, or are thrown (a bad value named `values`).
 template <class Items>
 void report(const cpu_backend& cpu, const Items& items, std::int64_t bins, bool bad_value,
-            const histogram_options& opts, const char* function) {
+            const histogram_options& opts, const char* function, const char* values) {
   if (opts.checks != check_mode::checked) return;
   const std::int64_t position = items.report_out_of_range ? first_out_of_range(cpu, items, bins) : -1;
   if (opts.errors) {
@@ -131,8 +131,8 @@ void report(const cpu_backend& cpu, const Items& items, std::int64_t bins, bool 
     opts.errors->bad_value = bad_value ? 1 : 0;
     return;
   }
-  throw_data_errors(function, opts, position, position >= 0 ? static_cast<long long>(items.a[position]) : 0, bins,
-                    bad_value, items.n);
+  const long long index = position >= 0 ? static_cast<long long>(items.a[position]) : 0;
+  throw_data_errors(function, values, opts, position, index, bins, bad_value, items.n);
 }
 
 }  // namespace cpu_histogram
@@ -145,13 +145,13 @@ void execute_scatter(const cpu_backend& cpu, const Items& items, std::int64_t bi
                      const histogram_options& opts, const char* function, bool clear) {
   if (clear) std::fill(out, out + bins, Out(0));
   if (items.n > 0) cpu_histogram::scatter(cpu, items, bins, out, op);
-  cpu_histogram::report(cpu, items, bins, false, opts, function);
+  cpu_histogram::report(cpu, items, bins, false, opts, function, nullptr);
 }
 
 template <class A, class B, class Key, class V>
 void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
                        V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
-                       bool clear) {
+                       const char* values, bool clear) {
   if (clear) std::fill(out, out + bins, V(0));
   const int headroom = fixed_point_headroom_bits(n);
   int bits = opts.fixed_point_bits;
@@ -175,7 +175,7 @@ void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int6
     for (std::int64_t k = 0; k < bins; ++k)
       out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));
   }
-  cpu_histogram::report(cpu, items, bins, bad != 0, opts, function);
+  cpu_histogram::report(cpu, items, bins, bad != 0, opts, function, values);
 }
 
 }  // namespace tally::detail

@@ -156,11 +156,12 @@ recorded_errors read_recorded_errors(const gpu_backend& gpu, hk::error_words* wo
 /// Ends a call that may have recorded errors in the error words: checked
 /// calls report them (into opts.errors on the device, or by reading them
 /// back and throwing), and every call leaves the words zero.
-/// reporting: bad indices were recorded; deterministic: the fixed-point words were used.
+/// reporting: bad indices were recorded; deterministic: the fixed-point words
+/// were used (a bad value in them is named `values`).
 template <class Index>
 void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, const Index* index, std::int64_t n,
                     std::int64_t bins, bool reporting, bool deterministic, const histogram_options& opts,
-                    const char* function) {
+                    const char* function, const char* values) {
   hk::error_words* words = scratch.words;
   if (opts.checks == check_mode::checked && opts.errors) {
     launch("launch of tally::kernels::histogram::publish_errors_kernel", launch_config(1, 1, 0, gpu.stream),
@@ -172,7 +173,7 @@ void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, cons
     return;
   }
   const recorded_errors seen = read_recorded_errors(gpu, words, index, n);
-  throw_data_errors(function, opts, seen.position, seen.index, bins, seen.fixed_point_bad, n);
+  throw_data_errors(function, values, opts, seen.position, seen.index, bins, seen.fixed_point_bad, n);
 }
 
 /// A checked call that reads its error words back waits for the stream,
@@ -224,13 +225,13 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
     clear_words(gpu, scratch);
     throw;
   }
-  finish_reports(gpu, scratch, items.a, items.n, bins, reporting, false, opts, function);
+  finish_reports(gpu, scratch, items.a, items.n, bins, reporting, false, opts, function, nullptr);
 }
 
 template <class A, class B, class Key, class V>
 void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
                        V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
-                       bool clear) {
+                       const char* values, bool clear) {
   using namespace gpu_histogram;
   using Items = scatter_items<A, B, Key, fixed_point_value>;
   const bool derive = opts.fixed_point_bits == kDeriveFixedPointScale;
@@ -291,7 +292,7 @@ void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int6
     clear_words(gpu, scratch);
     throw;
   }
-  finish_reports(gpu, scratch, a, n, bins, reporting, true, opts, function);
+  finish_reports(gpu, scratch, a, n, bins, reporting, true, opts, function, values);
 }
 
 }  // namespace tally::detail
