@@ -1,18 +1,23 @@
 """tally against PyTorch and CuPy on the same buffers (run on a GPU machine).
 
-Every row: CUDA events around back-to-back calls of the operation alone,
-warm-up first, median of trials (calls of over 0.1 s: one a trial, at most 3
-trials); the result is checked against an independent reference (NumPy on the
-host, or float64 on the device) before and after timing, an output that the
-operation adds into zeroed before each checked call and never inside the timed
-ones. PyTorch rows are also run under torch.use_deterministic_algorithms(True),
-recording PyTorch's error where it refuses. Groups: the Python call overhead of
-the bar (a 2^10-element tally.sum on a torch CUDA tensor against the C++
+Written on tally's benchmark library (tally._bench, the C++ bench/ that
+`tally bench` uses): every row goes its one path -- checked against an
+independent reference (NumPy on the host, or float64 on the device), timed
+with CUDA events on torch's current stream around back-to-back calls of the
+operation alone after a warm-up (median of trials; calls of over 0.1 s one a
+trial, at most 3 trials), checked again -- and the JSON is the C++
+benchmarks'. An output that the operation adds into is zeroed before each
+checked call and never inside the timed ones. PyTorch rows are also run under
+torch.use_deterministic_algorithms(True); where PyTorch refuses, the row is a
+peer error carrying its message. Groups: the Python call overhead of the bar
+(a 2^10-element tally.sum on a torch CUDA tensor against the C++
 tally::reduce on the same buffer and stream), scatter-add and bincount,
 histograms, Zipf-keyed counts beside uniform ones, and the row scatter of the
 issue (index_add_, 7.77 M rows of 128 into 1.72 M, 50 % / 10 % / none to one
 hot row, widths 1-1024 with the bytes of src kept, f32/bf16/f64). The JSON is
-rewritten after every row: a run cut short keeps what it finished.
+rewritten after every row: a run cut short keeps what it finished. Exit
+status 1 when a row failed its checks or raised (PyTorch's refusals and rows
+left out by --budget are not failures).
 
     python python/bench/bench_torch.py --out bench-python.json [--quick] [--budget SECONDS]
         [--only GROUP ...] [--widths 1 16 128 1024] [--dtypes float32 ...] [--hots 0.5 ...]
@@ -24,7 +29,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 
@@ -34,107 +38,123 @@ import torch
 import tally
 
 try:
+    from tally import _bench
+except ImportError:  # pragma: no cover
+    sys.exit("bench_torch.py needs tally._bench, the benchmark library, which the package builds where "
+             "nlohmann_json is found (Debian's nlohmann-json3-dev)")
+
+try:
     import cupy
 except ImportError:  # pragma: no cover
     cupy = None
 
 
-def time_us(fn, calls, trials, warmup=3):
-    """Median over trials of µs per call, `calls` calls between two events."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    samples = []
-    for _ in range(trials):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(calls):
-            fn()
-        stop.record()
-        stop.synchronize()
-        samples.append(1000.0 * start.elapsed_time(stop) / calls)
-    return statistics.median(samples)
-
-
-# A call slower than this is timed once a trial and not warmed up again (the
-# checked call was its warm-up); slower than SINGLE_TRIAL_US, in one trial.
+# A call slower than this is timed once a trial, in at most 3 trials, with no
+# warm-up beyond its first checked call; slower than SINGLE_TRIAL_US, in one.
 SLOW_CALL_US = 1e5
 SINGLE_TRIAL_US = 2e6
 
 
 class Runner:
-    def __init__(self, trials, budget_s=None, on_row=None):
-        """on_row(rows), if given, runs after each row is recorded (main()
-        rewrites the JSON file there, so a run cut short keeps its rows)."""
+    """Rows through a tally._bench.Session, with the run's time budget and
+    PyTorch's deterministic mode around the rows that ask for it."""
+
+    def __init__(self, session, trials, budget_s=None, on_row=None):
+        """on_row(), if given, runs after each row is recorded (main() rewrites
+        the JSON file there, so a run cut short keeps its rows)."""
+        self.session = session
         self.trials = trials
-        self.rows = []
         self.deadline = None if budget_s is None else time.monotonic() + budget_s
         self.on_row = on_row
-
-    def record(self, entry):
-        self.rows.append(entry)
-        print(json.dumps(entry), flush=True)
-        if self.on_row is not None:
-            self.on_row(self.rows)
 
     def spent(self):
         """Whether the run's time budget is spent (rows from now on are not run)."""
         return self.deadline is not None and time.monotonic() > self.deadline
 
-    def row(self, name, fn, check, calls=5, deterministic_torch=False, reset=None, **info):
-        """Checks fn's result, times fn, checks again, records the row.
+    def recorded(self):
+        if self.on_row is not None:
+            self.on_row()
+
+    def row(self, benchmark, impl, fn, check, params, reset=None, deterministic_torch=False, **timing):
+        """One row: fn's result checked by check(result) -> (status, detail),
+        fn timed, checked again (bench::measure).
 
         The timed calls are fn alone, back to back. `reset` (e.g. zeroing the
-        output that fn adds into) runs before each checked call only, so the
-        checks see one call's result and the timing sees nothing else. Calls of
-        over SLOW_CALL_US are timed one a trial, in at most 3 trials (1 over
-        SINGLE_TRIAL_US). Once the run's time budget is spent, rows are
-        recorded as not run."""
-        entry = {"name": name, **info}
+        output that fn adds into) runs before each checked call only. One
+        untimed call first says how long a call takes (calls of over
+        SLOW_CALL_US are timed one a trial) and, under PyTorch's deterministic
+        mode, whether PyTorch refuses: then the row is a peer error with
+        PyTorch's message. Once the run's time budget is spent, rows are
+        recorded as not run. `timing` overrides the session's trial settings."""
+        params_json = json.dumps(params)
         if self.spent():
-            entry.update(us=None, checked=False, not_run="the run's time budget (--budget) was spent")
-            self.record(entry)
+            self.session.not_run(benchmark, impl, params_json, "the run's time budget (--budget) was spent")
+            self.recorded()
             return
+        result = [None]
 
-        def checked_call():
-            """Checks one call; returns (passed, µs the call took, launch to finish)."""
-            if reset is not None:
-                reset()
-            torch.cuda.synchronize()
-            started = time.perf_counter()
-            result = fn()
-            torch.cuda.synchronize()
-            return check(result), 1e6 * (time.perf_counter() - started)
+        def run():
+            result[0] = fn()
 
         try:
             if deterministic_torch:
                 torch.use_deterministic_algorithms(True)
-            ok_before, first_us = checked_call()
-            trials, warmup = self.trials, 3
+            try:
+                if reset is not None:
+                    reset()
+                torch.cuda.synchronize()
+                started = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                first_us = 1e6 * (time.perf_counter() - started)
+            except RuntimeError as e:
+                if not deterministic_torch:
+                    raise
+                self.session.peer_error(benchmark, impl, params_json, f"{type(e).__name__}: {str(e)[:200]}")
+                self.recorded()
+                return
             if first_us > SLOW_CALL_US:
-                calls, trials, warmup = 1, min(trials, 3), 0
-                if first_us > SINGLE_TRIAL_US:
-                    trials = 1
-            us = time_us(fn, calls, trials, warmup)
-            ok_after, _ = checked_call()
-            entry.update(us=round(us, 2), calls=calls, trials=trials, checked=bool(ok_before and ok_after))
-            if not (ok_before and ok_after):
-                entry["error"] = "result differs from the reference"
-        except Exception as e:  # a peer refusing (deterministic mode) is a result to record
-            entry.update(us=None, checked=False, error=f"{type(e).__name__}: {str(e)[:160]}")
+                timing = dict(trials=min(self.trials, 3) if first_us <= SINGLE_TRIAL_US else 1, warmup=0,
+                              trial_ms=1e-3, **timing)
+            self.session.measure(benchmark, impl, params_json, run, lambda: check(result[0]), reset=reset,
+                                 **timing)
         finally:
             torch.use_deterministic_algorithms(False)
-        self.record(entry)
+            result[0] = None
+        self.recorded()
+
+
+def host(a):
+    """A torch tensor, CuPy array or anything array-like as a NumPy array."""
+    if isinstance(a, torch.Tensor):
+        return a.cpu().numpy()
+    if cupy is not None and isinstance(a, cupy.ndarray):
+        return a.get()
+    return np.asarray(a)
 
 
 def close(a, b, rtol=1e-9, atol=1e-9):
-    a = a.cpu().numpy() if isinstance(a, torch.Tensor) else (a.get() if cupy is not None and isinstance(a, cupy.ndarray) else np.asarray(a))
-    return a.shape == np.shape(b) and np.allclose(a, b, rtol=rtol, atol=atol)
+    """(status, detail): a within rtol/atol of the reference b, elementwise."""
+    a = host(a)
+    if a.shape != np.shape(b):
+        return "fail", f"shape {a.shape}, expected {np.shape(b)}"
+    bad = ~np.isclose(a, b, rtol=rtol, atol=atol)
+    if bad.any():
+        k = int(np.argmax(bad))
+        return "fail", f"{int(bad.sum())} elements differ, e.g. [{k}] = {a.flat[k]!r} against {b.flat[k]!r}"
+    return "pass", f"within rtol {rtol:g}, atol {atol:g}"
 
 
 def equal(a, b):
-    a = a.cpu().numpy() if isinstance(a, torch.Tensor) else (a.get() if cupy is not None and isinstance(a, cupy.ndarray) else np.asarray(a))
-    return a.shape == np.shape(b) and np.array_equal(a, b)
+    """(status, detail): a equal to the reference b, elementwise."""
+    a = host(a)
+    if a.shape != np.shape(b):
+        return "fail", f"shape {a.shape}, expected {np.shape(b)}"
+    bad = a != b
+    if bad.any():
+        k = int(np.argmax(bad))
+        return "fail", f"{int(bad.sum())} elements differ, e.g. [{k}] = {a.flat[k]!r} against {b.flat[k]!r}"
+    return "pass", "exact"
 
 
 def scatter_rows(r, n, bins_list):
@@ -148,119 +168,103 @@ def scatter_rows(r, n, bins_list):
         ref_counts = np.bincount(host_index, minlength=bins)
         out = torch.zeros(bins, device="cuda", dtype=torch.float64)
         tol = dict(rtol=1e-9, atol=1e-9 * max(1.0, math.sqrt(n / bins)))
+        params = dict(n=n, bins=bins, dtype="float64")
+
+        def row(benchmark, impl, fn, check, **kw):
+            r.row(benchmark, impl, fn, check, params, **kw)
 
         # The scatters add into out: zeroed before each checked call, not
         # within the timed ones (which then add into what the last left).
-        r.row("tally.scatter_add f64", lambda: tally.scatter_add(out, index, values, check_indices=False),
-              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
-        r.row("tally.scatter_add f64 deterministic",
-              lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False),
-              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
-        r.row("torch.scatter_add_ f64", lambda: out.scatter_add_(0, index, values),
-              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n)
-        r.row("torch.scatter_add_ f64 deterministic", lambda: out.scatter_add_(0, index, values),
-              lambda o: close(o, ref, **tol), reset=out.zero_, bins=bins, n=n, deterministic_torch=True, calls=1)
-        r.row("tally.bincount weighted f64", lambda: tally.bincount(index, weights=values, minlength=bins),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
-        r.row("tally.bincount weighted f64 deterministic",
-              lambda: tally.bincount(index, weights=values, minlength=bins, deterministic=True),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
-        r.row("torch.bincount weighted f64", lambda: torch.bincount(index, weights=values, minlength=bins),
-              lambda o: close(o, ref, **tol), bins=bins, n=n)
-        r.row("torch.bincount weighted f64 deterministic",
-              lambda: torch.bincount(index, weights=values, minlength=bins),
-              lambda o: close(o, ref, **tol), bins=bins, n=n, deterministic_torch=True, calls=1)
-        r.row("tally.bincount", lambda: tally.bincount(index, minlength=bins), lambda o: equal(o, ref_counts),
-              bins=bins, n=n)
-        r.row("torch.bincount", lambda: torch.bincount(index, minlength=bins), lambda o: equal(o, ref_counts),
-              bins=bins, n=n)
+        row("scatter_add", "tally.scatter_add", lambda: tally.scatter_add(out, index, values, check_indices=False),
+            lambda o: close(o, ref, **tol), reset=out.zero_)
+        row("scatter_add", "tally.scatter_add deterministic",
+            lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False),
+            lambda o: close(o, ref, **tol), reset=out.zero_)
+        row("scatter_add", "torch.scatter_add_", lambda: out.scatter_add_(0, index, values),
+            lambda o: close(o, ref, **tol), reset=out.zero_)
+        row("scatter_add", "torch.scatter_add_ deterministic", lambda: out.scatter_add_(0, index, values),
+            lambda o: close(o, ref, **tol), reset=out.zero_, deterministic_torch=True)
+        row("bincount weighted", "tally.bincount", lambda: tally.bincount(index, weights=values, minlength=bins),
+            lambda o: close(o, ref, **tol))
+        row("bincount weighted", "tally.bincount deterministic",
+            lambda: tally.bincount(index, weights=values, minlength=bins, deterministic=True),
+            lambda o: close(o, ref, **tol))
+        row("bincount weighted", "torch.bincount", lambda: torch.bincount(index, weights=values, minlength=bins),
+            lambda o: close(o, ref, **tol))
+        row("bincount weighted", "torch.bincount deterministic",
+            lambda: torch.bincount(index, weights=values, minlength=bins), lambda o: close(o, ref, **tol),
+            deterministic_torch=True)
+        row("bincount", "tally.bincount", lambda: tally.bincount(index, minlength=bins),
+            lambda o: equal(o, ref_counts))
+        row("bincount", "torch.bincount", lambda: torch.bincount(index, minlength=bins),
+            lambda o: equal(o, ref_counts))
         if cupy is not None:
             cindex = cupy.from_dlpack(index)
             cvalues = cupy.from_dlpack(values)
-            r.row("cupy.bincount weighted f64", lambda: cupy.bincount(cindex, weights=cvalues, minlength=bins),
-                  lambda o: close(o, ref, **tol), bins=bins, n=n)
-            r.row("cupy.bincount", lambda: cupy.bincount(cindex, minlength=bins), lambda o: equal(o, ref_counts),
-                  bins=bins, n=n)
+            row("bincount weighted", "cupy.bincount", lambda: cupy.bincount(cindex, weights=cvalues, minlength=bins),
+                lambda o: close(o, ref, **tol))
+            row("bincount", "cupy.bincount", lambda: cupy.bincount(cindex, minlength=bins),
+                lambda o: equal(o, ref_counts))
 
 
 def histogram_rows(r, n, bins_list):
     g = torch.Generator(device="cuda").manual_seed(2)
     x = torch.rand(n, device="cuda", dtype=torch.float64, generator=g)
-    host = x.cpu().numpy()
+    samples = x.cpu().numpy()
     for bins in bins_list:
-        ref = np.histogram(host, bins=bins, range=(0.0, 1.0))[0]
-        r.row("tally.histogram f64", lambda: tally.histogram(x, bins=bins, range=(0.0, 1.0), return_edges=False),
-              lambda o: equal(o, ref), bins=bins, n=n)
+        ref = np.histogram(samples, bins=bins, range=(0.0, 1.0))[0]
+        params = dict(n=n, bins=bins, dtype="float64")
+        r.row("histogram", "tally.histogram", lambda: tally.histogram(x, bins=bins, range=(0.0, 1.0),
+                                                                      return_edges=False),
+              lambda o: equal(o, ref), params)
         # histc: float counts, bins closed like NumPy's at the top.
-        r.row("torch.histc f64", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
-              lambda o: equal(o, ref.astype(np.float64)), bins=bins, n=n)
-        r.row("torch.histc f64 deterministic", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
-              lambda o: equal(o, ref.astype(np.float64)), bins=bins, n=n, deterministic_torch=True, calls=1)
+        r.row("histogram", "torch.histc", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
+              lambda o: equal(o, ref.astype(np.float64)), params)
+        r.row("histogram", "torch.histc deterministic", lambda: torch.histc(x, bins=bins, min=0.0, max=1.0),
+              lambda o: equal(o, ref.astype(np.float64)), params, deterministic_torch=True)
         if cupy is not None:
             cx = cupy.from_dlpack(x)
             edges = cupy.linspace(0.0, 1.0, bins + 1)
-            r.row("cupy.histogram f64", lambda: cupy.histogram(cx, bins=edges)[0], lambda o: equal(o, ref),
-                  bins=bins, n=n)
+            r.row("histogram", "cupy.histogram", lambda: cupy.histogram(cx, bins=edges)[0], lambda o: equal(o, ref),
+                  params)
 
 
-def overhead_rows(r, calls):
-    """The bar's Python call overhead: µs per call of a 2^10-element f32 sum,
-    back to back between CUDA events, for the C++ tally::reduce into device
-    memory, tally.sum into `out=` (the same work from Python), tally.sum with a
-    new result (plus torch's allocation of it, timed alone beside it) and
-    torch.sum. The candidates take turns within each trial, after a warm-up of
-    `calls` calls each, so that a clock or host change between trials moves
-    them all; the rows hold each one's median and its ratio to the C++ call."""
+def overhead_rows(r, cpp_calls=1000):
+    """The bar's Python call overhead: µs per call of a 2^10-element f32 sum on
+    the same buffer and stream, for the C++ tally::reduce (cpp_calls calls
+    queued by one Python call, so that Python's own call is not in its time),
+    tally.sum into `out=` (the same work from Python), tally.sum with a new
+    result (plus torch's allocation of it, timed alone beside it) and
+    torch.sum. Each is timed by the library's CUDA events around back-to-back
+    calls; the table divides each by the C++ row."""
     x = torch.rand(1024, device="cuda", dtype=torch.float32)
     out = torch.empty((), device="cuda", dtype=torch.float32)
     ref = float(x.double().sum())
 
-    def check(o):
-        return abs(float(o) - ref) <= 1e-5 * ref
-
-    cpp_out = torch.empty((), device="cuda", dtype=torch.float32)
-
-    def cpp(checked):
-        return lambda: tally._time_sum_cpp(x, calls, checked=checked, out=cpp_out)
-
-    def python(fn):
-        return lambda: time_us(fn, calls, 1, warmup=0)
+    def sum_check(o):
+        got = float(o)
+        if abs(got - ref) <= 1e-5 * ref:
+            return "pass", "within 1e-5 of the float64 sum"
+        return "fail", f"{got!r} against {ref!r}"
 
     def allocated(t):
-        return t.shape == () and t.is_cuda and t.dtype == torch.float32
+        ok = t.shape == () and t.is_cuda and t.dtype == torch.float32
+        return ("pass", "a 0-d float32 CUDA tensor") if ok else ("fail", f"got {t!r}")
 
-    # name: (timer, what its calls wrote is checked by, poisons cpp_out first)
-    candidates = {
-        "C++ tally::reduce f32 2^10 (per call)": (cpp(False), lambda: check(cpp_out), True),
-        "C++ tally::reduce f32 2^10 (per call, checked mode)": (cpp(True), lambda: check(cpp_out), True),
-        "tally.sum f32 2^10 (Python, out=)": (python(lambda: tally.sum(x, out=out)),
-                                              lambda: check(tally.sum(x, out=out)), False),
-        "tally.sum f32 2^10 (Python, new output)": (python(lambda: tally.sum(x)), lambda: check(tally.sum(x)), False),
-        "torch.empty((), cuda) alone": (python(lambda: torch.empty((), device="cuda")),
-                                        lambda: allocated(torch.empty((), device="cuda")), False),
-        "torch.sum f32 2^10": (python(lambda: torch.sum(x)), lambda: check(torch.sum(x)), False),
-    }
-    ok = {name: True for name in candidates}
-    samples = {name: [] for name in candidates}
-    for trial in range(1 + max(r.trials, 9)):  # trial 0 warms up
-        for name, (timer, verify, poison) in candidates.items():
-            if poison:
-                cpp_out.fill_(-1.0)  # only the timed calls write it
-            elif trial == 0:
-                ok[name] = verify()  # before timing
-            us = timer()
-            ok[name] = ok[name] and verify()  # after: for the C++ rows, what the timed calls wrote
-            if trial > 0:
-                samples[name].append(us)
-    cpp_us = statistics.median(samples["C++ tally::reduce f32 2^10 (per call)"])
-    for name in candidates:
-        us = statistics.median(samples[name])
-        checked = ok[name]
-        row = {"name": name, "n": 1024, "us": round(us, 3), "ratio_to_cpp": round(us / cpp_us, 3),
-               "trials": len(samples[name]), "calls": calls, "checked": checked}
-        if not checked:
-            row["error"] = "result differs from the reference"
-        r.record(row)
+    def poison():
+        out.fill_(-1.0)  # only the checked call writes it
+
+    params = dict(n=1024, dtype="float32")
+    settings = dict(trials=max(r.trials, 9))
+    for checked, impl in ((False, "C++ tally::reduce"), (True, "C++ tally::reduce, checked mode")):
+        r.row("call overhead", impl, lambda checked=checked: tally._sum_cpp_calls(x, out, cpp_calls, checked=checked),
+              lambda _: sum_check(out), params, reset=poison, calls_per_run=cpp_calls, **settings)
+    r.row("call overhead", "tally.sum, out=", lambda: tally.sum(x, out=out), lambda _: sum_check(out), params,
+          reset=poison, **settings)
+    r.row("call overhead", "tally.sum, new output", lambda: tally.sum(x), sum_check, params, **settings)
+    r.row("call overhead", "torch.empty((), cuda) alone", lambda: torch.empty((), device="cuda"), allocated, params,
+          **settings)
+    r.row("call overhead", "torch.sum", lambda: torch.sum(x), sum_check, params, **settings)
 
 
 UNIT_ROUNDOFF = {torch.float32: 2.0**-24, torch.float64: 2.0**-53, torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
@@ -289,13 +293,12 @@ def index_add_rows(r, src_rows, rows_out, widths, dtypes, hots):
             addends = torch.bincount(index, minlength=rows_out).to(torch.float64)
             for dtype in dtypes:
                 name = str(dtype).replace("torch.", "")
-                info = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name)
-                impls = [f"tally.index_add {name}", f"tally.index_add {name} deterministic",
-                         f"tally.index_add {name} deterministic, given scale", f"torch.index_add_ {name}",
-                         f"torch.index_add_ {name} deterministic"]
+                params = dict(n=n, width=width, rows_out=rows_out, hot=hot, dtype=name)
+                impls = ["tally.index_add", "tally.index_add deterministic", "tally.index_add deterministic, given scale",
+                         "torch.index_add_", "torch.index_add_ deterministic"]
                 if r.spent():  # recorded as not run, without building the float64 references
                     for impl in impls:
-                        r.row(impl, None, None, **info)
+                        r.row("index_add", impl, None, None, params)
                     continue
                 src = torch.randn(n, width, device="cuda", generator=g).to(dtype)
                 wide = src.double()
@@ -315,25 +318,28 @@ def index_add_rows(r, src_rows, rows_out, widths, dtypes, hots):
                 out = torch.zeros(rows_out, width, device="cuda", dtype=dtype)
 
                 def within(o):
-                    return all(bool(((o[rows].double() - ref[rows]).abs() <= bound[rows]).all())
-                               for rows in row_slices(rows_out, width))
+                    outside = sum(int(((o[rows].double() - ref[rows]).abs() > bound[rows]).sum())
+                                  for rows in row_slices(rows_out, width))
+                    if outside:
+                        return "fail", f"{outside} elements outside the summation bound"
+                    return "pass", "within (m-1)·u·Σ|x| + 2u·|Σx| + m·quantum of the float64 sum"
 
-                # Zeroed before each checked call only (see Runner.row): the
-                # timed calls are the row scatter alone, adding into out.
-                info["reset"] = out.zero_
-                r.row(impls[0], lambda: tally.index_add(out, index, src, check_indices=False), within, **info)
-                r.row(impls[1], lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False),
-                      within, **info)
+                def row(impl, fn, **kw):
+                    # Zeroed before each checked call only (see Runner.row): the
+                    # timed calls are the row scatter alone, adding into out.
+                    r.row("index_add", impl, fn, within, params, reset=out.zero_, **kw)
+
+                row(impls[0], lambda: tally.index_add(out, index, src, check_indices=False))
+                row(impls[1], lambda: tally.index_add(out, index, src, deterministic=True, check_indices=False))
                 # The scale a caller who knows |src| <= top would give: every
                 # |v|·2^s <= 2^(61 - ceil(log2 n)), inside the contract, and no
                 # pass over src to derive it. (Its quantum is at most the
                 # derived one's, so the bound above covers it.)
                 given = 61 - math.ceil(math.log2(n)) - (math.ceil(math.log2(top)) if top > 0 else 0)
-                r.row(impls[2], lambda: tally.index_add(out, index, src, deterministic=True, fixed_point_bits=given,
-                                                        check_indices=False), within, fixed_point_bits=given, **info)
-                r.row(impls[3], lambda: out.index_add_(0, index, src), within, **info)
-                r.row(impls[4], lambda: out.index_add_(0, index, src), within, deterministic_torch=True, calls=1,
-                      **info)
+                row(impls[2], lambda: tally.index_add(out, index, src, deterministic=True, fixed_point_bits=given,
+                                                      check_indices=False), note=f"fixed_point_bits={given}")
+                row(impls[3], lambda: out.index_add_(0, index, src))
+                row(impls[4], lambda: out.index_add_(0, index, src), deterministic_torch=True)
                 del src, ref, bound, out
                 torch.cuda.empty_cache()
 
@@ -362,13 +368,15 @@ def zipf_rows(r, n, bins_list, s=1.1):
     for bins in bins_list:
         for kind, keys in (("zipf", zipf_keys(n, bins, s, g)), ("uniform", torch.randint(0, bins, (n,), device="cuda", generator=g))):
             ref = np.bincount(keys.cpu().numpy(), minlength=bins)
-            info = dict(n=n, bins=bins, keys=kind, zipf_s=s if kind == "zipf" else None)
-            r.row(f"tally.bincount {kind}", lambda: tally.bincount(keys, minlength=bins), lambda o: equal(o, ref), **info)
-            r.row(f"torch.bincount {kind}", lambda: torch.bincount(keys, minlength=bins), lambda o: equal(o, ref), **info)
+            params = dict(n=n, bins=bins, keys=kind, zipf_s=s if kind == "zipf" else None)
+            r.row("bincount keys", "tally.bincount", lambda: tally.bincount(keys, minlength=bins),
+                  lambda o: equal(o, ref), params)
+            r.row("bincount keys", "torch.bincount", lambda: torch.bincount(keys, minlength=bins),
+                  lambda o: equal(o, ref), params)
             if cupy is not None:
                 ckeys = cupy.from_dlpack(keys)
-                r.row(f"cupy.bincount {kind}", lambda: cupy.bincount(ckeys, minlength=bins), lambda o: equal(o, ref),
-                      **info)
+                r.row("bincount keys", "cupy.bincount", lambda: cupy.bincount(ckeys, minlength=bins),
+                      lambda o: equal(o, ref), params)
 
 
 def main():
@@ -388,19 +396,28 @@ def main():
     wanted = set(args.only or ["overhead", "scatter", "histogram", "zipf", "index_add"])
     if not (torch.cuda.is_available() and tally.gpu_available()):
         sys.exit("bench_torch.py needs a CUDA GPU: " + tally.gpu_status()[1])
-    meta = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-            "cupy": None if cupy is None else cupy.__version__, "tally": tally.__version__}
+    trials = 3 if args.quick else 7
+    session = _bench.Session(" ".join(["bench_torch.py"] + sys.argv[1:]), "gpu",
+                             "each row against an independent reference (NumPy on the host, or float64 on the device: "
+                             "exact counts, sums within their rounding bound), before and after timing",
+                             stream=torch.cuda.current_stream().cuda_stream, trials=trials)
+    session.add_metadata(json.dumps({"torch": torch.__version__, "cupy": None if cupy is None else cupy.__version__,
+                                     "tally_python": tally.__version__}))
+    if args.budget is not None:
+        session.add_settings(json.dumps({"budget_s": args.budget}))
+    session.add_header("tally against PyTorch and CuPy on the same buffers and stream; µs a call")
 
-    def write(rows):
+    def write():
         # Written whole after every row, through a temporary file: a run cut
         # by a time limit leaves a complete JSON of the rows it finished.
-        with open(args.out + ".part", "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+        error = session.write_json(args.out + ".part")
+        if error:
+            sys.exit(f"bench_torch.py: {error}")
         os.replace(args.out + ".part", args.out)
 
-    r = Runner(trials=3 if args.quick else 7, budget_s=args.budget, on_row=write)
+    r = Runner(session, trials, budget_s=args.budget, on_row=write)
     if "overhead" in wanted:
-        overhead_rows(r, 5000)
+        overhead_rows(r)
     bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
     if "scatter" in wanted:
         scatter_rows(r, 10**7, bins)
@@ -414,17 +431,16 @@ def main():
             [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64])
         hots = args.hots or ([0.5] if args.quick else [0.5, 0.1, 0.0])
         index_add_rows(r, 7_770_000, 1_720_000, widths, dtypes, hots)
-    write(r.rows)
-    # A PyTorch row under use_deterministic_algorithms may be refused: that is
-    # a result. Every other row -- tally's deterministic ones included -- must
-    # have passed its checks.
-    refused = [row for row in r.rows if row["name"].startswith("torch.") and "deterministic" in row["name"]
-               and row.get("us") is None]
-    not_run = [row for row in r.rows if "not_run" in row]
-    bad = [row for row in r.rows if not row.get("checked") and row not in refused and row not in not_run]
-    print(f"{len(r.rows)} rows, {len(refused)} refused by PyTorch's deterministic mode, {len(not_run)} not run "
-          f"(time budget), {len(bad)} failed", file=sys.stderr)
-    sys.exit(1 if bad else 0)
+    write()
+    print(session.table())
+    # PyTorch refusing under use_deterministic_algorithms is a peer error (a
+    # result); rows left out by --budget are not run. Every other row --
+    # tally's deterministic ones included -- must have passed its checks.
+    report = json.loads(session.to_json())
+    not_run = sum(1 for row in report["rows"] if row["check_before"]["status"] == "not run")
+    print(f"{len(report['rows'])} rows, {report['peer_errors']} refused by PyTorch's deterministic mode, {not_run} not "
+          f"run (time budget), {report['mismatches']} mismatches, {report['failures']} failures", file=sys.stderr)
+    sys.exit(session.exit_code)
 
 
 if __name__ == "__main__":

@@ -73,18 +73,30 @@ class session {
   void add_note(std::string line) { report_.notes.push_back(std::move(line)); }
 
   /// One row through bench::measure; trials, trial_ms and warmup override the
-  /// session's for this row (a call of seconds runs once a trial). Returns the
-  /// row as JSON text.
+  /// session's for this row (a call of seconds runs once a trial). A run()
+  /// that makes `calls_per_run` calls of the operation (a C++ loop, so that
+  /// Python's own call is not in the time) has its times divided by it.
+  /// Returns the row as JSON text.
   std::string measure(const std::string& benchmark, const std::string& impl, const std::string& params,
                       nb::callable run, nb::callable verify, std::optional<nb::callable> reset,
                       std::optional<nb::callable> setup, double bytes, const std::string& note, int trials,
-                      double trial_ms, int warmup) {
+                      double trial_ms, int warmup, int calls_per_run) {
+    if (calls_per_run < 1) throw nb::value_error("argument 'calls_per_run' must be at least 1");
     tb::trial_settings s = settings_;
     if (trials > 0) s.trials = trials;
     if (trial_ms > 0) s.trial_ms = trial_ms;
     if (warmup >= 0) s.warmup = warmup;
     tb::harness h = gpu() ? tb::gpu_harness(report_, stream_, s) : tb::host_harness(report_, s);
     h.progress = progress_;
+    if (calls_per_run > 1)
+      h.time = [per_run = std::move(h.time), k = calls_per_run](const std::function<void()>& call) {
+        tb::timing t = per_run(call);
+        t.median_us /= k;
+        t.min_us /= k;
+        t.max_us /= k;
+        t.calls_per_trial *= k;
+        return t;
+      };
     tb::peer p;
     p.name = impl;
     p.note = note;
@@ -170,8 +182,11 @@ NB_MODULE(_bench, m) {
       .def("measure", &session::measure, nb::arg("benchmark"), nb::arg("impl"), nb::arg("params"), nb::arg("run"),
            nb::arg("verify"), nb::arg("reset") = nb::none(), nb::arg("setup") = nb::none(), nb::arg("bytes") = 0.0,
            nb::arg("note") = "", nb::arg("trials") = 0, nb::arg("trial_ms") = 0.0, nb::arg("warmup") = -1,
+           nb::arg("calls_per_run") = 1,
            "One row through the library's check -> time -> check path (bench::measure). verify returns "
-           "(status, detail), status 'pass', 'fail' or 'none', or a bool. Returns the row as JSON text.")
+           "(status, detail), status 'pass', 'fail' or 'none', or a bool. trials, trial_ms and warmup (when "
+           "given) override the session's; a run() of calls_per_run calls has its times divided by it. "
+           "Returns the row as JSON text.")
       .def("not_run", &session::not_run, nb::arg("benchmark"), nb::arg("impl"), nb::arg("params"), nb::arg("reason"),
            "A row deliberately not run; returns it as JSON text.")
       .def("peer_error", &session::peer_error, nb::arg("benchmark"), nb::arg("impl"), nb::arg("params"),

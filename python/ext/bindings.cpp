@@ -732,20 +732,17 @@ NB_MODULE(_core, m) {
       "A DLPack-capable view of device memory described by __cuda_array_interface__ (no copy; keeps `owner` alive).");
 
   m.def(
-      "time_sum_cpp",
+      "sum_cpp_calls",
       [](nb::handle x, nb::handle out, int calls, bool checked, std::uintptr_t stream) {
-        call_site site("_time_sum_cpp");
+        call_site site("_sum_cpp_calls");
         const view xv = input(site, "x", x, 1);
         const view ov = output(site, "out", out);
-        if (!site.gpu) throw nb::value_error("tally._time_sum_cpp: argument 'x' must be a CUDA array");
+        if (!site.gpu) throw nb::value_error("tally._sum_cpp_calls: argument 'x' must be a CUDA array");
         if (ov.n != 1 || ov.type != dtype::f32)
-          throw nb::value_error("tally._time_sum_cpp: argument 'out' must hold 1 float32");
-        if (calls <= 0) throw nb::value_error("tally._time_sum_cpp: argument 'calls' must be positive");
-        double us = 0;
-        run(site, stream, [&](const place& p) { us = time_sum_cpp(xv, ov.data, calls, checked, p.stream); });
-        return us;
+          throw nb::value_error("tally._sum_cpp_calls: argument 'out' must hold 1 float32");
+        if (calls <= 0) throw nb::value_error("tally._sum_cpp_calls: argument 'calls' must be positive");
+        run(site, stream, [&](const place& p) { sum_cpp_calls(xv, ov.data, calls, checked, p.stream); });
       },
       nb::arg("x"), nb::arg("out"), nb::arg("calls"), nb::arg("checked"), nb::arg("stream"),
-      "Microseconds per call of the C++ tally::reduce (f32 sum) on x, `calls` calls back to back "
-      "between CUDA events on `stream` (after 20 warm-up calls).");
+      "Queues `calls` C++ tally::reduce calls (f32 sum of x into out) back to back on `stream`.");
 }

@@ -167,9 +167,9 @@ cg_report cg(const place& where, const csr_matrix& A, const view& b, const view*
 cg_report cg(const place& where, const stencil& A, const view& b, const view* x0, const view& x, double* history,
              const cg_settings& settings);
 
-/// Microseconds per call of tally::reduce(gpu.on(stream), x, n, out) (f32),
-/// `calls` calls back to back between two CUDA events, after a warm-up.
-double time_sum_cpp(const view& x, void* out, int calls, bool checked, CUstream_st* stream);
+/// Queues `calls` calls of tally::reduce(gpu.on(stream), x, n, out) (f32 sum)
+/// back to back from C++: the C++ side of the Python overhead benchmark.
+void sum_cpp_calls(const view& x, void* out, int calls, bool checked, CUstream_st* stream);
 
 /// True when a CUDA device is usable; otherwise *why says what failed.
 bool gpu_available(std::string* why);

@@ -142,25 +142,13 @@ void dot(const place& where, const view& x, const view& y, void* out, bool compe
   });
 }
 
-double time_sum_cpp(const view& x, void* out, int calls, bool checked, CUstream_st* stream) {
-  if (x.type != dtype::f32) throw_unsupported("_time_sum_cpp", "x", x.type, "float32");
+void sum_cpp_calls(const view& x, void* out, int calls, bool checked, CUstream_st* stream) {
+  if (x.type != dtype::f32) throw_unsupported("_sum_cpp_calls", "x", x.type, "float32");
   const auto gpu = tally::gpu.on(stream);
   const tally::options o = options_for(checked);
   const auto* data = static_cast<const float*>(x.data);
   auto* result = static_cast<float*>(out);
-  for (int i = 0; i < 20; ++i) tally::reduce(gpu, data, x.n, result, tally::plus{}, o);  // warm-up
-  cudaEvent_t start{}, stop{};
-  TALLY_CUDA(cudaEventCreate(&start));
-  TALLY_CUDA(cudaEventCreate(&stop));
-  TALLY_CUDA(cudaEventRecord(start, stream));
   for (int i = 0; i < calls; ++i) tally::reduce(gpu, data, x.n, result, tally::plus{}, o);
-  TALLY_CUDA(cudaEventRecord(stop, stream));
-  TALLY_CUDA(cudaEventSynchronize(stop));
-  float ms = 0;
-  TALLY_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return 1000.0 * ms / calls;
 }
 
 }  // namespace tally_py

@@ -2,6 +2,10 @@
 clock: every row goes check -> time -> check, failed checks and errors are
 counted, and the report is the C++ benchmarks' JSON."""
 import json
+import pathlib
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -104,3 +108,43 @@ def test_bad_arguments_are_value_errors_naming_them():
     # A verify that answers nonsense fails its row (as any error inside a row does).
     row = json.loads(s.measure("sum", "numpy", "{}", lambda: None, lambda: ("maybe", "")))
     assert "status 'maybe'" in row["note"] and s.failures == 1
+
+
+def test_a_run_of_several_calls_is_timed_per_call():
+    """calls_per_run: one run() that makes k calls (a C++ loop behind one
+    Python call) has its times divided by k, and its calls counted k times."""
+    def run_of(k):
+        return lambda: [time.sleep(2e-4) for _ in range(k)]
+
+    s = session()
+    one = json.loads(s.measure("sleep", "one", "{}", run_of(1), lambda: True))
+    ten = json.loads(s.measure("sleep", "ten", "{}", run_of(10), lambda: True, calls_per_run=10))
+    assert ten["calls"] % 10 == 0
+    assert 0.5 < ten["median_us"] / one["median_us"] < 2.0  # about one sleep each, not ten
+    with pytest.raises(ValueError, match="calls_per_run"):
+        s.measure("sleep", "none", "{}", run_of(1), lambda: True, calls_per_run=0)
+
+
+def test_plot_python_tabulates_a_session_json(tmp_path):
+    """scripts/plot-python reads the library's JSON as bench_torch.py writes
+    it: times of rows that passed both checks, 'refused' for PyTorch's peer
+    errors, 'not run' and 'FAILED' in place of a time, ratios between rows."""
+    s = session()
+    cpu = {"n": 1024, "dtype": "float32"}
+    s.measure("call overhead", "C++ tally::reduce", json.dumps(cpu), lambda: time.sleep(1e-4), lambda: True)
+    s.measure("call overhead", "tally.sum, out=", json.dumps(cpu), lambda: time.sleep(2e-4), lambda: True)
+    p = {"n": 99, "width": 16, "rows_out": 7, "hot": 0.5, "dtype": "float32"}
+    s.measure("index_add", "tally.index_add", json.dumps(p), lambda: time.sleep(1e-4), lambda: True)
+    s.measure("index_add", "tally.index_add deterministic", json.dumps(p), lambda: None, lambda: ("fail", "off"))
+    s.not_run("index_add", "torch.index_add_", json.dumps(p), "budget")
+    s.peer_error("index_add", "torch.index_add_ deterministic", json.dumps(p), "RuntimeError: no deterministic kernel")
+    path = tmp_path / "bench-python.json"
+    assert s.write_json(str(path)) == ""
+    script = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "plot-python"
+    text = subprocess.run([sys.executable, str(script), str(path), "--no-plots"], check=True, capture_output=True,
+                          text=True).stdout
+    overhead = next(line for line in text.splitlines() if line.startswith("| tally.sum, out="))
+    assert overhead.split("|")[3].strip().endswith("x")  # its ratio to the C++ row
+    index_add = next(line for line in text.splitlines() if line.startswith("| 16 |")).split("|")
+    assert index_add[4].strip().replace(".", "").isdigit()  # tally: a time
+    assert [c.strip() for c in index_add[5:6] + index_add[7:9]] == ["FAILED", "not run", "refused"]

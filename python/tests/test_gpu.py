@@ -230,16 +230,17 @@ def test_torch_explicit_stream_orders_after_the_producer():
 
 
 @needs_torch
-def test_time_sum_cpp_runs_and_writes_the_sum_into_out():
-    """The overhead benchmark checks the C++ calls' own output: out= must be
+def test_sum_cpp_calls_writes_the_sum_into_out():
+    """The overhead benchmark checks the C++ calls' own output: out must be
     where they write (poisoned first), holding the exact sum of small integers."""
     rng = np.random.default_rng()
     values = rng.integers(-100, 100, 1024).astype(np.float32)
     x = torch.from_numpy(values).cuda()
     out = torch.full((), float("nan"), device="cuda")
-    us = tally._time_sum_cpp(x, 100, out=out)
-    assert 0 < us < 1000
+    tally._sum_cpp_calls(x, out, 100)
     assert float(out) == float(values.astype(np.float64).sum())
+    with pytest.raises(ValueError, match="calls"):
+        tally._sum_cpp_calls(x, out, 0)
 
 
 @needs_torch

@@ -36,20 +36,19 @@ def gpu_status():
     return _gpu_status()
 
 
-def _time_sum_cpp(x, calls=1000, *, checked=False, stream=None, out=None):
-    """Microseconds per call of the C++ tally::reduce (float32 sum of x into
-    one float32: `out` where given, else a new one), `calls` calls back to
-    back between CUDA events on x's current stream (or `stream`) after a
-    warm-up; x a contiguous float32 CUDA tensor. For measuring the Python
-    binding's overhead against the C++ call on the same buffer and stream.
-    `checked` as tally's check_mode."""
-    from ._arrays import classify, empty, resolve_stream
+def _sum_cpp_calls(x, out, calls=1, *, checked=False, stream=None):
+    """Queues `calls` calls of the C++ tally::reduce (float32 sum of x into
+    the one-element float32 `out`) back to back on x's current stream (or
+    `stream`), from one Python call; returns without waiting. x a contiguous
+    float32 CUDA tensor. The C++ side of the benchmark of the Python
+    binding's overhead (python/bench/bench_torch.py): the same buffer, stream
+    and work as tally.sum(x, out=out), with no Python in between. `checked`
+    as tally's check_mode."""
+    from ._arrays import classify, resolve_stream
     from . import _core
 
-    a = classify(x, "x", "_time_sum_cpp")
-    if out is None:
-        out = empty(a, (), "float32")
-    return _core.time_sum_cpp(x, out, calls, checked, resolve_stream(a, stream, "_time_sum_cpp"))
+    a = classify(x, "x", "_sum_cpp_calls")
+    _core.sum_cpp_calls(x, out, calls, checked, resolve_stream(a, stream, "_sum_cpp_calls"))
 
 
 __all__ = ["CGResult", "Poisson", "bincount", "cg", "dot", "gpu_available", "gpu_status", "histogram", "index_add",
