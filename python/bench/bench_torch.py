@@ -85,7 +85,8 @@ class Runner:
         SLOW_CALL_US are timed one a trial) and, under PyTorch's deterministic
         mode, whether PyTorch refuses: then the row is a peer error with
         PyTorch's message. Once the run's time budget is spent, rows are
-        recorded as not run. `timing` overrides the session's trial settings."""
+        recorded as not run, and so is a slow row whose calls would end past
+        it (after that one call). `timing` overrides the session's trial settings."""
         params_json = json.dumps(params)
         if self.spent():
             self.session.not_run(benchmark, impl, params_json, "the run's time budget (--budget) was spent")
@@ -116,6 +117,16 @@ class Runner:
             if first_us > SLOW_CALL_US:
                 timing = dict(trials=min(self.trials, 3) if first_us <= SINGLE_TRIAL_US else 1, warmup=0,
                               trial_ms=1e-3, **timing)
+                # Its calls: a checked one, the timer's calibration, the trials,
+                # a checked one. A row that would end past the budget stops
+                # here, one call over it at most.
+                calls = timing["trials"] + 3
+                if self.deadline is not None and time.monotonic() + calls * first_us / 1e6 > self.deadline:
+                    self.session.not_run(benchmark, impl, params_json,
+                                         f"one call took {first_us / 1e6:.1f} s: its {calls} timed and checked "
+                                         "calls would end past the run's time budget (--budget)")
+                    self.recorded()
+                    return
             self.session.measure(benchmark, impl, params_json, run, lambda: check(result[0]), reset=reset,
                                  **timing)
         finally:
@@ -386,7 +397,8 @@ def main():
     p.add_argument("--only", choices=["overhead", "scatter", "histogram", "zipf", "index_add"], action="append",
                    help="run only these groups of rows (repeatable; default: all)")
     p.add_argument("--budget", type=float, default=None, metavar="SECONDS",
-                   help="start no row after this many seconds; the rest are recorded as not run")
+                   help="start no row after this many seconds, nor time a slow row whose calls would end past "
+                        "them (its first call tells); such rows are recorded as not run")
     p.add_argument("--widths", type=int, nargs="+", default=None, help="index_add row widths (default 1 16 128 1024)")
     p.add_argument("--dtypes", nargs="+", choices=["float32", "bfloat16", "float64"], default=None,
                    help="index_add dtypes (default all three)")
