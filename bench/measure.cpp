@@ -121,4 +121,16 @@ row& add_not_run(report& out, row proto, const std::string& impl, const std::str
   return out.rows.back();
 }
 
+row& add_peer_error(report& out, row proto, const std::string& impl, const std::string& detail,
+                    const std::string& summary) {
+  proto.impl = impl;
+  proto.note = proto.note.empty() ? "peer error: " + summary : proto.note + "; peer error: " + summary;
+  proto.before = check{check_status::peer_error, detail};
+  proto.after = check{check_status::not_run, "the peer failed before timing"};
+  ++out.peer_errors;
+  out.notes.push_back(impl + " " + describe_params(proto.params) + ": " + detail);
+  out.rows.push_back(std::move(proto));
+  return out.rows.back();
+}
+
 }  // namespace tally::bench

@@ -57,6 +57,14 @@ row& add_failure(harness& h, row proto, const std::string& impl, const std::stri
 /// not_run. Counts nothing as failed.
 row& add_not_run(report& out, row proto, const std::string& impl, const std::string& reason);
 
+/// Appends a row whose peer failed or refused on its own (CUB faulting in a
+/// child process, PyTorch's deterministic mode refusing an operation): impl,
+/// check before = peer_error with `detail`, check after = not_run, the note
+/// "peer error: <summary>". Counts one peer error (measured, not a failure)
+/// and notes impl, params and detail in the report.
+row& add_peer_error(report& out, row proto, const std::string& impl, const std::string& detail,
+                    const std::string& summary);
+
 /// "type=f32 n=2^20": a row's params on one line, for progress and messages.
 std::string describe_params(const json& params);
 

@@ -79,8 +79,10 @@ class Runner:
         """One row: fn's result checked by check(result) -> (status, detail),
         fn timed, checked again (bench::measure).
 
-        The timed calls are fn alone, back to back. `reset` (e.g. zeroing the
-        output that fn adds into) runs before each checked call only. One
+        The timed calls are fn alone, back to back (each with the store of its
+        result that the check reads, a Python assignment). `reset` (e.g.
+        zeroing the output that fn adds into) runs before each checked call
+        only. One
         untimed call first says how long a call takes (calls of over
         SLOW_CALL_US are timed one a trial) and, under PyTorch's deterministic
         mode, whether PyTorch refuses: then the row is a peer error with

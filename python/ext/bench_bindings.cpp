@@ -124,16 +124,10 @@ class session {
   /// mode refusing an operation): measured and reported, not a failure.
   std::string peer_error(const std::string& benchmark, const std::string& impl, const std::string& params,
                          const std::string& what) {
-    tb::row r;
-    r.benchmark = benchmark;
-    r.impl = impl;
-    r.params = parse_object(params, "params");
-    r.before = {tb::check_status::peer_error, what};
-    r.after = {tb::check_status::not_run, "the peer refused"};
-    r.note = "peer error: " + what;
-    ++report_.peer_errors;
-    report_.rows.push_back(std::move(r));
-    return row_text(report_.rows.back());
+    tb::row proto;
+    proto.benchmark = benchmark;
+    proto.params = parse_object(params, "params");
+    return row_text(tb::add_peer_error(report_, std::move(proto), impl, what, what));
   }
 
   std::string to_json() const { return tb::to_json(report_).dump(1); }

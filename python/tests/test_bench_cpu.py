@@ -93,6 +93,8 @@ def test_not_run_and_peer_error_rows_and_the_report_json(tmp_path):
     assert [r["impl"] for r in report["rows"]] == ["numpy", "late", "torch deterministic"]
     assert report["rows"][1]["check_before"]["status"] == "not run"
     assert report["rows"][2]["check_before"]["status"] == "peer error"
+    assert report["rows"][2]["check_after"]["status"] == "not run"
+    assert any("refused: no deterministic implementation" in note for note in report["notes"])
     assert "a line above the table" in s.table()
     assert s.exit_code == 0
 

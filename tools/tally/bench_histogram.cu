@@ -381,16 +381,9 @@ class histogram_bench {
     }
     // No row: the child died (a fault ends a CUDA context) — CUB's outcome, measured here.
     const std::string tail = output.size() > 400 ? output.substr(output.size() - 400) : output;
-    row r = base;
-    r.impl = "cub";
-    r.before = {bench::check_status::peer_error, "CUB's child process " + outcome + ": " + tail};
-    r.after = {bench::check_status::not_run, "the child ended before timing"};
-    r.note = "peer error (measured in a child process): " + outcome;
-    ++report_.peer_errors;
-    report_.notes.push_back("cub " + bench::describe_params(base.params) + ": child process " + outcome +
-                            "; its output ends: " + tail);
+    bench::add_peer_error(report_, base, "cub", "CUB's child process " + outcome + "; its output ends: " + tail,
+                          "measured in a child process: " + outcome);
     std::cerr << " child " << outcome << "\n";
-    report_.rows.push_back(std::move(r));
   }
 
   // ---- CPU ------------------------------------------------------------------
