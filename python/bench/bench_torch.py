@@ -110,12 +110,15 @@ class Runner:
                 fn()
                 torch.cuda.synchronize()
                 first_us = 1e6 * (time.perf_counter() - started)
-            except RuntimeError as e:
-                if not deterministic_torch:
-                    raise
-                self.session.peer_error(benchmark, impl, params_json, f"{type(e).__name__}: {str(e)[:200]}")
-                self.recorded()
-                return
+            except Exception as e:
+                if not (deterministic_torch and isinstance(e, RuntimeError)):
+                    # Any other row's error is a failure: the library's path
+                    # runs the call again, records its exception and goes on.
+                    first_us = 0.0
+                else:
+                    self.session.peer_error(benchmark, impl, params_json, f"{type(e).__name__}: {str(e)[:200]}")
+                    self.recorded()
+                    return
             if first_us > SLOW_CALL_US:
                 timing = dict(trials=min(self.trials, 3) if first_us <= SINGLE_TRIAL_US else 1, warmup=0,
                               trial_ms=1e-3, **timing)
@@ -392,6 +395,25 @@ def zipf_rows(r, n, bins_list, s=1.1):
                       lambda o: equal(o, ref), params)
 
 
+def run_groups(r, args, wanted):
+    """The groups of rows main() was asked for, in order."""
+    if "overhead" in wanted:
+        overhead_rows(r)
+    bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
+    if "scatter" in wanted:
+        scatter_rows(r, 10**7, bins)
+    if "histogram" in wanted:
+        histogram_rows(r, 10**7, bins)
+    if "zipf" in wanted:
+        zipf_rows(r, 10**7, [10**3, 10**6] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
+    if "index_add" in wanted:
+        widths = args.widths or ([128] if args.quick else [1, 16, 128, 1024])
+        dtypes = [getattr(torch, d) for d in args.dtypes] if args.dtypes else (
+            [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64])
+        hots = args.hots or ([0.5] if args.quick else [0.5, 0.1, 0.0])
+        index_add_rows(r, 7_770_000, 1_720_000, widths, dtypes, hots)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="bench-python.json")
@@ -430,22 +452,10 @@ def main():
         os.replace(args.out + ".part", args.out)
 
     r = Runner(session, trials, budget_s=args.budget, on_row=write)
-    if "overhead" in wanted:
-        overhead_rows(r)
-    bins = [1, 10, 1000, 10**6] if args.quick else [1, 10, 100, 1000, 10**4, 10**5, 10**6, 10**7]
-    if "scatter" in wanted:
-        scatter_rows(r, 10**7, bins)
-    if "histogram" in wanted:
-        histogram_rows(r, 10**7, bins)
-    if "zipf" in wanted:
-        zipf_rows(r, 10**7, [10**3, 10**6] if args.quick else [10**3, 10**4, 10**5, 10**6, 10**7])
-    if "index_add" in wanted:
-        widths = args.widths or ([128] if args.quick else [1, 16, 128, 1024])
-        dtypes = [getattr(torch, d) for d in args.dtypes] if args.dtypes else (
-            [torch.float32] if args.quick else [torch.float32, torch.bfloat16, torch.float64])
-        hots = args.hots or ([0.5] if args.quick else [0.5, 0.1, 0.0])
-        index_add_rows(r, 7_770_000, 1_720_000, widths, dtypes, hots)
-    write()
+    try:
+        run_groups(r, args, wanted)
+    finally:
+        write()  # also when the CUDA context was lost (the library raises) or the run was interrupted
     print(session.table())
     # PyTorch refusing under use_deterministic_algorithms is a peer error (a
     # result); rows left out by --budget are not run. Every other row --
