@@ -71,73 +71,66 @@ class Runner:
         """Whether the run's time budget is spent (rows from now on are not run)."""
         return self.deadline is not None and time.monotonic() > self.deadline
 
-    def recorded(self):
-        if self.on_row is not None:
-            self.on_row()
-
     def row(self, benchmark, impl, fn, check, params, reset=None, deterministic_torch=False, **timing):
         """One row: fn's result checked by check(result) -> (status, detail),
-        fn timed, checked again (bench::measure).
+        fn timed, checked again (bench::measure); then on_row().
 
         The timed calls are fn alone, back to back (each with the store of its
         result that the check reads, a Python assignment). `reset` (e.g.
         zeroing the output that fn adds into) runs before each checked call
-        only. One
-        untimed call first says how long a call takes (calls of over
-        SLOW_CALL_US are timed one a trial) and, under PyTorch's deterministic
-        mode, whether PyTorch refuses: then the row is a peer error with
-        PyTorch's message. Once the run's time budget is spent, rows are
-        recorded as not run, and so is a slow row whose calls would end past
-        it (after that one call). `timing` overrides the session's trial settings."""
-        params_json = json.dumps(params)
+        only. One untimed call first says how long a call takes (calls of
+        over SLOW_CALL_US are timed one a trial) and, under PyTorch's
+        deterministic mode, whether PyTorch refuses: then the row is a peer
+        error with PyTorch's message. Once the run's time budget is spent,
+        rows are recorded as not run, and so is a slow row whose calls would
+        end past it (after that one call). `timing` overrides the session's
+        trial settings."""
+        try:
+            if deterministic_torch:
+                torch.use_deterministic_algorithms(True)
+            self._row(benchmark, impl, fn, check, json.dumps(params), reset, deterministic_torch, timing)
+        finally:
+            torch.use_deterministic_algorithms(False)
+        if self.on_row is not None:
+            self.on_row()
+
+    def _row(self, benchmark, impl, fn, check, params_json, reset, deterministic_torch, timing):
         if self.spent():
             self.session.not_run(benchmark, impl, params_json, "the run's time budget (--budget) was spent")
-            self.recorded()
             return
+        try:
+            if reset is not None:
+                reset()
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            first_us = 1e6 * (time.perf_counter() - started)
+        except Exception as e:
+            if deterministic_torch and isinstance(e, RuntimeError):
+                self.session.peer_error(benchmark, impl, params_json, f"{type(e).__name__}: {str(e)[:200]}")
+                return
+            # Any other error is the row's failure: the library's path runs
+            # the call again, records the exception and goes on.
+            first_us = 0.0
+        if first_us > SLOW_CALL_US:
+            timing = {**timing, "trials": min(self.trials, 3) if first_us <= SINGLE_TRIAL_US else 1, "warmup": 0,
+                      "trial_ms": 1e-3}
+            # Its calls: a checked one, the timer's calibration, the trials, a
+            # checked one. A row that would end past the budget stops here,
+            # one call over it at most.
+            calls = timing["trials"] + 3
+            if self.deadline is not None and time.monotonic() + calls * first_us / 1e6 > self.deadline:
+                self.session.not_run(benchmark, impl, params_json,
+                                     f"one call took {first_us / 1e6:.1f} s: its {calls} timed and checked "
+                                     "calls would end past the run's time budget (--budget)")
+                return
         result = [None]
 
         def run():
             result[0] = fn()
 
-        try:
-            if deterministic_torch:
-                torch.use_deterministic_algorithms(True)
-            try:
-                if reset is not None:
-                    reset()
-                torch.cuda.synchronize()
-                started = time.perf_counter()
-                fn()
-                torch.cuda.synchronize()
-                first_us = 1e6 * (time.perf_counter() - started)
-            except Exception as e:
-                if not (deterministic_torch and isinstance(e, RuntimeError)):
-                    # Any other row's error is a failure: the library's path
-                    # runs the call again, records its exception and goes on.
-                    first_us = 0.0
-                else:
-                    self.session.peer_error(benchmark, impl, params_json, f"{type(e).__name__}: {str(e)[:200]}")
-                    self.recorded()
-                    return
-            if first_us > SLOW_CALL_US:
-                timing = dict(trials=min(self.trials, 3) if first_us <= SINGLE_TRIAL_US else 1, warmup=0,
-                              trial_ms=1e-3, **timing)
-                # Its calls: a checked one, the timer's calibration, the trials,
-                # a checked one. A row that would end past the budget stops
-                # here, one call over it at most.
-                calls = timing["trials"] + 3
-                if self.deadline is not None and time.monotonic() + calls * first_us / 1e6 > self.deadline:
-                    self.session.not_run(benchmark, impl, params_json,
-                                         f"one call took {first_us / 1e6:.1f} s: its {calls} timed and checked "
-                                         "calls would end past the run's time budget (--budget)")
-                    self.recorded()
-                    return
-            self.session.measure(benchmark, impl, params_json, run, lambda: check(result[0]), reset=reset,
-                                 **timing)
-        finally:
-            torch.use_deterministic_algorithms(False)
-            result[0] = None
-        self.recorded()
+        self.session.measure(benchmark, impl, params_json, run, lambda: check(result[0]), reset=reset, **timing)
 
 
 def host(a):
@@ -149,28 +142,27 @@ def host(a):
     return np.asarray(a)
 
 
-def close(a, b, rtol=1e-9, atol=1e-9):
-    """(status, detail): a within rtol/atol of the reference b, elementwise."""
+def compare(a, b, differs, agreement):
+    """(status, detail): a against the reference b, elementwise; differs(a, b)
+    marks the elements that disagree; `agreement` is the detail of a pass."""
     a = host(a)
     if a.shape != np.shape(b):
         return "fail", f"shape {a.shape}, expected {np.shape(b)}"
-    bad = ~np.isclose(a, b, rtol=rtol, atol=atol)
+    bad = differs(a, b)
     if bad.any():
         k = int(np.argmax(bad))
         return "fail", f"{int(bad.sum())} elements differ, e.g. [{k}] = {a.flat[k]!r} against {b.flat[k]!r}"
-    return "pass", f"within rtol {rtol:g}, atol {atol:g}"
+    return "pass", agreement
+
+
+def close(a, b, rtol=1e-9, atol=1e-9):
+    """(status, detail): a within rtol/atol of the reference b, elementwise."""
+    return compare(a, b, lambda x, y: ~np.isclose(x, y, rtol=rtol, atol=atol), f"within rtol {rtol:g}, atol {atol:g}")
 
 
 def equal(a, b):
     """(status, detail): a equal to the reference b, elementwise."""
-    a = host(a)
-    if a.shape != np.shape(b):
-        return "fail", f"shape {a.shape}, expected {np.shape(b)}"
-    bad = a != b
-    if bad.any():
-        k = int(np.argmax(bad))
-        return "fail", f"{int(bad.sum())} elements differ, e.g. [{k}] = {a.flat[k]!r} against {b.flat[k]!r}"
-    return "pass", "exact"
+    return compare(a, b, lambda x, y: x != y, "exact")
 
 
 def scatter_rows(r, n, bins_list):
@@ -189,38 +181,38 @@ def scatter_rows(r, n, bins_list):
         def row(benchmark, impl, fn, check, **kw):
             r.row(benchmark, impl, fn, check, params, **kw)
 
+        def near(o):
+            return close(o, ref, **tol)
+
+        def counts(o):
+            return equal(o, ref_counts)
+
         # The scatters add into out: zeroed before each checked call, not
         # within the timed ones (which then add into what the last left).
         row("scatter_add", "tally.scatter_add", lambda: tally.scatter_add(out, index, values, check_indices=False),
-            lambda o: close(o, ref, **tol), reset=out.zero_)
+            near, reset=out.zero_)
         row("scatter_add", "tally.scatter_add deterministic",
             lambda: tally.scatter_add(out, index, values, deterministic=True, check_indices=False),
-            lambda o: close(o, ref, **tol), reset=out.zero_)
-        row("scatter_add", "torch.scatter_add_", lambda: out.scatter_add_(0, index, values),
-            lambda o: close(o, ref, **tol), reset=out.zero_)
+            near, reset=out.zero_)
+        row("scatter_add", "torch.scatter_add_", lambda: out.scatter_add_(0, index, values), near, reset=out.zero_)
         row("scatter_add", "torch.scatter_add_ deterministic", lambda: out.scatter_add_(0, index, values),
-            lambda o: close(o, ref, **tol), reset=out.zero_, deterministic_torch=True)
+            near, reset=out.zero_, deterministic_torch=True)
         row("bincount weighted", "tally.bincount", lambda: tally.bincount(index, weights=values, minlength=bins),
-            lambda o: close(o, ref, **tol))
+            near)
         row("bincount weighted", "tally.bincount deterministic",
-            lambda: tally.bincount(index, weights=values, minlength=bins, deterministic=True),
-            lambda o: close(o, ref, **tol))
+            lambda: tally.bincount(index, weights=values, minlength=bins, deterministic=True), near)
         row("bincount weighted", "torch.bincount", lambda: torch.bincount(index, weights=values, minlength=bins),
-            lambda o: close(o, ref, **tol))
+            near)
         row("bincount weighted", "torch.bincount deterministic",
-            lambda: torch.bincount(index, weights=values, minlength=bins), lambda o: close(o, ref, **tol),
-            deterministic_torch=True)
-        row("bincount", "tally.bincount", lambda: tally.bincount(index, minlength=bins),
-            lambda o: equal(o, ref_counts))
-        row("bincount", "torch.bincount", lambda: torch.bincount(index, minlength=bins),
-            lambda o: equal(o, ref_counts))
+            lambda: torch.bincount(index, weights=values, minlength=bins), near, deterministic_torch=True)
+        row("bincount", "tally.bincount", lambda: tally.bincount(index, minlength=bins), counts)
+        row("bincount", "torch.bincount", lambda: torch.bincount(index, minlength=bins), counts)
         if cupy is not None:
             cindex = cupy.from_dlpack(index)
             cvalues = cupy.from_dlpack(values)
             row("bincount weighted", "cupy.bincount", lambda: cupy.bincount(cindex, weights=cvalues, minlength=bins),
-                lambda o: close(o, ref, **tol))
-            row("bincount", "cupy.bincount", lambda: cupy.bincount(cindex, minlength=bins),
-                lambda o: equal(o, ref_counts))
+                near)
+            row("bincount", "cupy.bincount", lambda: cupy.bincount(cindex, minlength=bins), counts)
 
 
 def histogram_rows(r, n, bins_list):

@@ -104,9 +104,7 @@ class session {
     p.verify = [verify] { return check_from(verify()); };
     if (reset) p.reset = [f = *reset] { f(); };
     if (setup) p.setup = [f = *setup] { f(); };
-    tb::row proto;
-    proto.benchmark = benchmark;
-    proto.params = parse_object(params, "params");
+    tb::row proto = proto_of(benchmark, params);
     proto.bytes = bytes;
     return row_text(tb::measure(h, p, std::move(proto)));
   }
@@ -114,20 +112,14 @@ class session {
   /// A row deliberately not run (a time budget spent, a size left out).
   std::string not_run(const std::string& benchmark, const std::string& impl, const std::string& params,
                       const std::string& reason) {
-    tb::row proto;
-    proto.benchmark = benchmark;
-    proto.params = parse_object(params, "params");
-    return row_text(tb::add_not_run(report_, std::move(proto), impl, reason));
+    return row_text(tb::add_not_run(report_, proto_of(benchmark, params), impl, reason));
   }
 
   /// A row whose peer refused or failed on its own (PyTorch's deterministic
   /// mode refusing an operation): measured and reported, not a failure.
   std::string peer_error(const std::string& benchmark, const std::string& impl, const std::string& params,
                          const std::string& what) {
-    tb::row proto;
-    proto.benchmark = benchmark;
-    proto.params = parse_object(params, "params");
-    return row_text(tb::add_peer_error(report_, std::move(proto), impl, what, what));
+    return row_text(tb::add_peer_error(report_, proto_of(benchmark, params), impl, what, what));
   }
 
   std::string to_json() const { return tb::to_json(report_).dump(1); }
@@ -143,6 +135,14 @@ class session {
   int failures() const { return report_.failures; }
 
  private:
+  /// A row's prototype: its benchmark and params (JSON object text).
+  static tb::row proto_of(const std::string& benchmark, const std::string& params) {
+    tb::row proto;
+    proto.benchmark = benchmark;
+    proto.params = parse_object(params, "params");
+    return proto;
+  }
+
   /// The JSON of one row, as the report's JSON writes it.
   std::string row_text(const tb::row& r) const {
     tb::report one;
