@@ -107,14 +107,20 @@ std::vector<T> kernel_input(random_source& rng, std::size_t n, specials special,
 
 // ------------------------------------------------------------ the kernels
 
-/// The kernel entry for registers of `bytes` bytes.
+/// The kernel entry for registers of `bytes` bytes, far (prefetching) or not.
 template <class Source, class Op>
-typename Source::acc_type run_kernel(int bytes, const Source& src, std::int64_t first, std::int64_t size) {
+typename Source::acc_type run_kernel(int bytes, bool far, const Source& src, std::int64_t first,
+                                     std::int64_t size) {
 #if defined(__x86_64__)
-  if (bytes == 64) return simd::subtree_avx512<Source, Op>(src, first, size);
-  if (bytes == 32) return simd::subtree_avx2<Source, Op>(src, first, size);
+  if (bytes == 64)
+    return far ? simd::subtree_avx512<Source, Op, true>(src, first, size)
+               : simd::subtree_avx512<Source, Op, false>(src, first, size);
+  if (bytes == 32)
+    return far ? simd::subtree_avx2<Source, Op, true>(src, first, size)
+               : simd::subtree_avx2<Source, Op, false>(src, first, size);
 #endif
-  return simd::subtree_sse2<Source, Op>(src, first, size);
+  return far ? simd::subtree_sse2<Source, Op, true>(src, first, size)
+             : simd::subtree_sse2<Source, Op, false>(src, first, size);
 }
 
 /// Register widths to test: every one this CPU runs.
@@ -125,9 +131,9 @@ std::vector<int> widths() {
   return w;
 }
 
-/// Every kernel width on aligned subtrees of `Source` (leaves leaf(i)) of
-/// each size from the smallest the kernel takes up to 2^6 times that, at
-/// several positions, against the reference.
+/// Every kernel width, far and not, on aligned subtrees of `Source` (leaves
+/// leaf(i)) of each size from the smallest the kernel takes up to 2^6 times
+/// that, at several positions, against the reference.
 template <class Source, class Op, class Leaf>
 void expect_kernels_match(const Source& src, const Op& op, const Leaf& leaf) {
   using Acc = typename Source::acc_type;
@@ -138,11 +144,13 @@ void expect_kernels_match(const Source& src, const Op& op, const Leaf& leaf) {
                                      simd::kStepVectors;
     for (std::int64_t size = min_vectors; size <= 64 * min_vectors && size * V <= src.n; size *= 2) {
       for (std::int64_t first = 0; (first + size) * V <= src.n; first += (first == 0 ? size : 3 * size)) {
-        SCOPED_TRACE(std::to_string(bytes) + "-byte registers, vectors [" + std::to_string(first) + ", " +
-                     std::to_string(first + size) + ")");
-        const Acc got = run_kernel<Source, Op>(bytes, src, first, size);
         const auto want = reference_root<Acc>(size * V, V, [&](std::int64_t i) { return leaf(first * V + i); }, op);
-        ASSERT_TRUE(same_bits(got, want.value)) << "got " << show(got) << ", want " << show(want.value);
+        for (const bool far : {false, true}) {
+          SCOPED_TRACE(std::to_string(bytes) + "-byte registers" + (far ? " (far)" : "") + ", vectors [" +
+                       std::to_string(first) + ", " + std::to_string(first + size) + ")");
+          const Acc got = run_kernel<Source, Op>(bytes, far, src, first, size);
+          ASSERT_TRUE(same_bits(got, want.value)) << "got " << show(got) << ", want " << show(want.value);
+        }
       }
     }
   }
@@ -292,12 +300,21 @@ std::vector<std::int64_t> sizes_for(int element_bytes) {
 
 constexpr int kThreadCounts[] = {1, 2, 3, 16};
 
-/// reduce(cpu.with_threads(t), x + offset, n) for every size, thread count
-/// and alignment, against the reference.
+/// Sizes around the far kernel's threshold (subtrees of 2^18 vectors), for
+/// 1 to 3 threads: below, at and past it, and with a short last vector.
+std::vector<std::int64_t> far_sizes_for(int element_bytes) {
+  const std::int64_t per_vector = 16 / element_bytes;
+  const std::int64_t far = detail::cpu_reduce::kFarVectors;
+  return {(far - 1) * per_vector, far * per_vector, far * per_vector + 1, (2 * far + 5) * per_vector - 1,
+          (3 * far + 40) * per_vector};
+}
+
+/// reduce(cpu.with_threads(t), x + offset, n) for every size (sizes_for by
+/// default), thread count and alignment, against the reference.
 template <class Out, class T, class Op, class Leaf>
 void expect_reduce_matches(const std::vector<T>& data, Op op, const Leaf& leaf, int element_bytes,
-                           const options& opts = {}) {
-  for (const std::int64_t n : sizes_for(element_bytes)) {
+                           const options& opts = {}, const std::vector<std::int64_t>& sizes = {}) {
+  for (const std::int64_t n : sizes.empty() ? sizes_for(element_bytes) : sizes) {
     for (int offset : {0, 1}) {
       ASSERT_LE(static_cast<std::size_t>(n + offset), data.size());
       const T* x = data.data() + offset;
@@ -338,6 +355,29 @@ TEST(CpuReduceSimd, SumsMatchTheTreeAtEveryThresholdAndThreadCount) {
   expect_reduce_matches<double>(d, maximum{}, [](const double* x, std::int64_t i) { return x[i]; }, 8);
   const auto k = kernel_input<std::int32_t>(rng, longest(4), specials::none, false);
   expect_reduce_matches<std::int32_t>(k, plus{}, [](const std::int32_t* x, std::int64_t i) { return x[i]; }, 4);
+  // Finite data too: past a few thousand elements, the infinities of both
+  // signs above make every sum NaN, whatever the order.
+  const auto g = kernel_input<float>(rng, longest(4), specials::none, false);
+  expect_reduce_matches<float>(g, plus{}, [](const float* x, std::int64_t i) { return x[i]; }, 4);
+  const auto e = kernel_input<double>(rng, longest(8), specials::none, false);
+  expect_reduce_matches<double>(e, plus{}, [](const double* x, std::int64_t i) { return x[i]; }, 8);
+}
+
+TEST(CpuReduceSimd, SumsMatchTheTreeAcrossTheFarKernelThreshold) {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::vector<std::int64_t> f_sizes = far_sizes_for(4), d_sizes = far_sizes_for(8);
+  // No infinities or NaNs: over millions of elements they would make every
+  // sum NaN, whatever the order.
+  const auto f = kernel_input<float>(rng, static_cast<std::size_t>(f_sizes.back() + 2), specials::none, false);
+  expect_reduce_matches<float>(f, plus{}, [](const float* x, std::int64_t i) { return x[i]; }, 4, {}, f_sizes);
+  expect_reduce_matches<float>(f, plus{}, [](const float* x, std::int64_t i) { return compensated<float>{x[i], 0.f}; },
+                               4, options{.sum = summation::compensated}, f_sizes);
+  const auto d = kernel_input<double>(rng, static_cast<std::size_t>(d_sizes.back() + 2), specials::none, false);
+  expect_reduce_matches<double>(d, plus{}, [](const double* x, std::int64_t i) { return x[i]; }, 8, {}, d_sizes);
+  expect_reduce_matches<double>(d, minimum{}, [](const double* x, std::int64_t i) { return x[i]; }, 8, {}, d_sizes);
+  expect_reduce_matches<double>(d, plus{}, [](const double* x, std::int64_t i) { return compensated<double>{x[i], 0.0}; },
+                                8, options{.sum = summation::compensated}, d_sizes);
 }
 
 /// Compensated sums through reduce(), 1 and 2 threads, for n = 2^k − 1, 2^k

@@ -265,6 +265,23 @@ template <int R, class Source, class Vec>
   }
 }
 
+/// Lanes of the far kernel: at most this many streams a core, so that the
+/// streams, a power of two of bytes apart and hence in one set of the L1 and
+/// L2 caches, do not evict each other's prefetched lines (8 or 12 ways).
+inline constexpr int kFarLanes = 8;
+
+/// Steps (one 64-byte line of each stream) between a line's prefetch and its
+/// load in the far kernel.
+inline constexpr std::int64_t kPrefetchSteps = 8;
+
+/// Prefetches the line of src's leaves at element i (both arrays of a
+/// product). Prefetches never fault, so i may lie past the subtree's end.
+template <class Source>
+[[gnu::always_inline]] inline void prefetch_leaves(const Source& src, std::int64_t i) {
+  __builtin_prefetch(src.x + i);
+  if constexpr (source_traits<Source>::kind == leaf_kind::product) __builtin_prefetch(src.y + i);
+}
+
 /// out = the shuffle K of a and b, on each vector of the packs.
 template <shuffle_kind K, class P>
 [[gnu::always_inline]] inline void shuffle_packs(P& out, const P& a, const P& b) {
@@ -458,9 +475,12 @@ template <class Op, class Acc, int R>
 }
 
 /// The value of the aligned subtree of `size` complete vectors from vector
-/// `first` on. Pre: size is a power of two, size >= kLanes·kStepVectors;
-/// vectors first ... first + size − 1 lie wholly inside src.
-template <int R, class Source, class Op>
+/// `first` on; with Far, each stream's line kPrefetchSteps steps ahead is
+/// prefetched (streams far apart in memory: more lines in flight than the
+/// hardware prefetchers keep). Pre: size is a power of two,
+/// size >= kLanes·kStepVectors; vectors first ... first + size − 1 lie wholly
+/// inside src.
+template <int R, bool Far, class Source, class Op>
 [[gnu::always_inline]] inline typename Source::acc_type lanes_subtree(const Source& src, std::int64_t first,
                                                                       std::int64_t size) {
   if constexpr (kUnordered<Source, Op>) return unordered_subtree<R, Source, Op>(src, first, size);
@@ -475,6 +495,10 @@ template <int R, class Source, class Op>
   const std::int64_t base = first * V, stride = q * V;
   P stack[64];  // stack[h]: the pending subtree of 2^h steps (a binary counter)
   for (std::int64_t j = 0; j < steps; ++j) {
+    if constexpr (Far)
+      unrolled<kLaneCount>([&](int s) __attribute__((always_inline)) {
+        prefetch_leaves(src, base + (j + kPrefetchSteps) * kStepVectors * V + s * stride);
+      });
     P units[kUnits];  // subtrees of kChunks vectors
     unrolled<kUnits>([&](int u) __attribute__((always_inline)) {
       fold_step<R, Op>(units[u], src, base + (j * kStepVectors + u * kChunks) * V, stride);
@@ -499,20 +523,20 @@ template <int R, class Source, class Op>
 // One entry per instruction set; each is compiled for its target, with the
 // helpers above inlined into it.
 #if defined(__x86_64__)
-template <class Source, class Op>
+template <class Source, class Op, bool Far>
 [[gnu::target("avx512f,avx512vl,avx512dq,avx512bw")]] typename Source::acc_type subtree_avx512(
     const Source& src, std::int64_t first, std::int64_t size) {
-  return lanes_subtree<64, Source, Op>(src, first, size);
+  return lanes_subtree<64, Far, Source, Op>(src, first, size);
 }
-template <class Source, class Op>
+template <class Source, class Op, bool Far>
 [[gnu::target("avx2")]] typename Source::acc_type subtree_avx2(const Source& src, std::int64_t first,
                                                                   std::int64_t size) {
-  return lanes_subtree<32, Source, Op>(src, first, size);
+  return lanes_subtree<32, Far, Source, Op>(src, first, size);
 }
 #endif
-template <class Source, class Op>
+template <class Source, class Op, bool Far>
 typename Source::acc_type subtree_sse2(const Source& src, std::int64_t first, std::int64_t size) {
-  return lanes_subtree<16, Source, Op>(src, first, size);
+  return lanes_subtree<16, Far, Source, Op>(src, first, size);
 }
 
 /// The widest registers this CPU runs: 64, 32 or 16 bytes.
@@ -535,17 +559,27 @@ template <class Source, class Op>
 struct evaluator {
   using Acc = typename Source::acc_type;
   using function = Acc (*)(const Source&, std::int64_t, std::int64_t);
+  /// The widest registers' kernel.
   function run;
   /// The smallest subtree (in vectors) run takes; larger ones are powers of two.
   std::int64_t min_vectors;
+  /// For subtrees far larger than the caches: the widest registers of at
+  /// most kFarLanes lanes, with prefetches. Takes every power of two of at
+  /// least 4·kFarLanes vectors.
+  function far;
 
   static evaluator for_this_cpu() {
+    constexpr bool k64 = kLanes<Acc, 64> <= kFarLanes, k32 = kLanes<Acc, 32> <= kFarLanes;
+    constexpr function far16 = &subtree_sse2<Source, Op, true>;
 #if defined(__x86_64__)
+    constexpr function far32 = k32 ? &subtree_avx2<Source, Op, true> : far16;
     const int bytes = register_bytes();
-    if (bytes == 64) return {&subtree_avx512<Source, Op>, kLanes<Acc, 64> * kStepVectors};
-    if (bytes == 32) return {&subtree_avx2<Source, Op>, kLanes<Acc, 32> * kStepVectors};
+    if (bytes == 64)
+      return {&subtree_avx512<Source, Op, false>, kLanes<Acc, 64> * kStepVectors,
+              k64 ? &subtree_avx512<Source, Op, true> : far32};
+    if (bytes == 32) return {&subtree_avx2<Source, Op, false>, kLanes<Acc, 32> * kStepVectors, far32};
 #endif
-    return {&subtree_sse2<Source, Op>, kLanes<Acc, 16> * kStepVectors};
+    return {&subtree_sse2<Source, Op, false>, kLanes<Acc, 16> * kStepVectors, far16};
   }
 };
 
