@@ -55,51 +55,131 @@ harness host_harness(report& out, const trial_settings& settings) {
   harness h;
   h.out = &out;
   h.time = [settings](const std::function<void()>& call) { return time_host_calls(call, settings); };
+  h.time_interleaved = [settings](const std::vector<std::function<void()>>& calls) {
+    return time_host_interleaved(calls, settings);
+  };
   return h;
 }
 
-row& measure(harness& h, const peer& p, row proto) {
+namespace {
+
+/// Appends p's row to h.out and runs the check before timing. Returns the
+/// row's index, and whether it passed (a failed check is reported and the
+/// row left untimed; an exception is let through).
+std::size_t begin_row(harness& h, const peer& p, row proto, bool& passed) {
   report& out = *h.out;
   proto.impl = p.name;
   if (!p.note.empty()) proto.note = proto.note.empty() ? p.note : proto.note + "; " + p.note;
   out.rows.push_back(std::move(proto));
   const std::size_t at = out.rows.size() - 1;
-  auto current = [&]() -> row& { return out.rows[at]; };
   if (h.progress)
-    std::cerr << "[" << current().benchmark << " " << describe_params(current().params) << "] " << p.name << " ..."
-              << std::flush;
+    std::cerr << "[" << out.rows[at].benchmark << " " << describe_params(out.rows[at].params) << "] " << p.name
+              << " ..." << std::flush;
+  passed = false;
+  if (p.setup) p.setup();
+  if (p.reset) p.reset();
+  p.run();
+  row& r = out.rows[at];
+  r.before = p.verify();
+  if (!r.before.ok()) {
+    report_mismatch(out, r, "before", r.before);
+    r.after = check{check_status::not_run, "not timed: the check before timing failed"};
+    return at;
+  }
+  passed = true;
+  return at;
+}
+
+/// Stores the timing of the row at `at` and runs the check after timing.
+/// The progress line names the row again when `label` (its first part was
+/// ended by other rows' lines).
+void finish_row(harness& h, const peer& p, std::size_t at, const timing& t, bool label) {
+  report& out = *h.out;
+  out.rows[at].time = t;
+  if (p.reset) p.reset();
+  p.run();
+  row& r = out.rows[at];
+  r.after = p.verify();
+  if (!r.after.ok()) report_mismatch(out, r, "after", r.after);
+  if (r.bytes > 0) r.set_metric("GB/s", r.gbps());
+  if (h.progress) {
+    char text[96];
+    std::snprintf(text, sizeof text, " %.2f us", t.median_us);
+    if (label) std::cerr << "[" << r.benchmark << " " << describe_params(r.params) << "] " << r.impl;
+    std::cerr << text << (r.after.ok() ? "" : " (after-check FAILED)") << "\n";
+  }
+}
+
+/// Marks the row at `at` as failed by `what` (a row that threw).
+void fail_row(harness& h, std::size_t at, const std::string& what) {
+  row& r = h.out->rows[at];
+  if (r.before.status == check_status::not_run) r.before.detail = "error before the check";
+  if (r.after.status == check_status::not_run) r.after.detail = "error";
+  r.time = timing{};
+  note_failure(h, r, what);
+}
+
+}  // namespace
+
+row& measure(harness& h, const peer& p, row proto) {
+  std::size_t at = h.out->rows.size();
   try {
-    if (p.setup) p.setup();
-    if (p.reset) p.reset();
-    p.run();
-    current().before = p.verify();
-    if (!current().before.ok()) {
-      report_mismatch(out, current(), "before", current().before);
-      current().after = check{check_status::not_run, "not timed: the check before timing failed"};
-      return current();
+    bool passed = false;
+    at = begin_row(h, p, std::move(proto), passed);
+    if (passed) finish_row(h, p, at, h.time(p.run), false);
+  } catch (const device_lost&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail_row(h, at, e.what());
+  }
+  return h.out->rows[at];
+}
+
+std::vector<std::size_t> measure_interleaved(harness& h, const std::vector<peer>& peers, const row& proto) {
+  std::vector<std::size_t> rows, timed;
+  std::vector<const peer*> timed_peers;
+  for (const peer& p : peers) {
+    std::size_t at = h.out->rows.size();
+    try {
+      bool passed = false;
+      at = begin_row(h, p, proto, passed);
+      if (h.progress) std::cerr << (passed ? " checked\n" : "\n");
+      if (passed) {
+        timed.push_back(at);
+        timed_peers.push_back(&p);
+      }
+    } catch (const device_lost&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail_row(h, at, e.what());
     }
-    const timing t = h.time(p.run);
-    current().time = t;
-    if (p.reset) p.reset();
-    p.run();
-    current().after = p.verify();
-    if (!current().after.ok()) report_mismatch(out, current(), "after", current().after);
-    if (current().bytes > 0) current().set_metric("GB/s", current().gbps());
-    if (h.progress) {
-      char text[96];
-      std::snprintf(text, sizeof text, " %.2f us", t.median_us);
-      std::cerr << text << (current().after.ok() ? "" : " (after-check FAILED)") << "\n";
+    rows.push_back(at);
+  }
+  if (timed.empty()) return rows;
+  try {
+    std::vector<timing> times;
+    if (h.time_interleaved) {
+      std::vector<std::function<void()>> calls;
+      for (const peer* p : timed_peers) calls.push_back(p->run);
+      times = h.time_interleaved(calls);
+    } else {
+      for (const peer* p : timed_peers) times.push_back(h.time(p->run));
+    }
+    for (std::size_t i = 0; i < timed.size(); ++i) {
+      try {
+        finish_row(h, *timed_peers[i], timed[i], times[i], true);
+      } catch (const device_lost&) {
+        throw;
+      } catch (const std::exception& e) {
+        fail_row(h, timed[i], e.what());
+      }
     }
   } catch (const device_lost&) {
     throw;
   } catch (const std::exception& e) {
-    row& r = current();
-    if (r.before.status == check_status::not_run) r.before.detail = "error before the check";
-    if (r.after.status == check_status::not_run) r.after.detail = "error";
-    r.time = timing{};
-    note_failure(h, r, e.what());
+    for (const std::size_t at : timed) fail_row(h, at, std::string("while timing the group: ") + e.what());
   }
-  return out.rows[at];
+  return rows;
 }
 
 row& add_failure(harness& h, row proto, const std::string& impl, const std::string& what) {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "peer.hpp"
 #include "report.hpp"
@@ -25,6 +26,10 @@ struct harness {
   report* out = nullptr;
   /// Times back-to-back calls of its argument (see gpu_harness, host_harness).
   std::function<timing(const std::function<void()>&)> time;
+  /// Times back-to-back calls of each of its arguments with their trials
+  /// interleaved (see time_host_interleaved). Optional: measure_interleaved
+  /// falls back to `time`, one call after the other.
+  std::function<std::vector<timing>(const std::vector<std::function<void()>>&)> time_interleaved;
   /// Called after a row threw: clears what can be cleared, or throws
   /// device_lost when nothing more can run. Optional.
   std::function<void()> recover;
@@ -32,7 +37,8 @@ struct harness {
   bool progress = true;
 };
 
-/// A harness timing with the host clock (time_host_calls).
+/// A harness timing with the host clock (time_host_calls, and
+/// time_host_interleaved for measure_interleaved).
 harness host_harness(report& out, const trial_settings& settings);
 
 /// Runs `p` through the one path, appending one row to h.out: the row is
@@ -47,6 +53,15 @@ harness host_harness(report& out, const trial_settings& settings);
 /// measure() lets through). The row gets the metric "GB/s" when bytes > 0.
 /// Returns the row added (valid until the next row is added).
 row& measure(harness& h, const peer& p, row proto);
+
+/// measure() for several peers of one row prototype, with their timed
+/// trials interleaved (h.time_interleaved): every peer is checked before
+/// timing as measure() does, those that passed are timed together, then each
+/// is checked after timing. Rows are appended in the peers' order. A peer
+/// that throws before timing fails alone; an exception while timing fails
+/// every row timed in that group. Returns the indices of the rows added in
+/// h.out->rows.
+std::vector<std::size_t> measure_interleaved(harness& h, const std::vector<peer>& peers, const row& proto);
 
 /// Appends a row for an implementation that could not even be set up (its
 /// factory threw): counts one failure, notes it, then runs h.recover().

@@ -134,16 +134,21 @@ class cpu_reduce_bench {
         proto.params = {{"type", type}, {"n", n}};
         proto.bytes = reduce_input_bytes(type, n);
         if (type == "f32")
-          bench_sum<float>(proto, n);
+          bench_sum<float>(n);
         else if (type == "f64")
-          bench_sum<double>(proto, n);
+          bench_sum<double>(n);
         else if (type == "i32")
-          bench_sum<int>(proto, n);
+          bench_sum<int>(n);
         else if (type == "f32dot")
-          bench_dot<float>(proto, n);
+          bench_dot<float>(n);
         else
-          bench_dot<double>(proto, n);
-        measure_probe(proto);
+          bench_dot<double>(n);
+        add_probes(proto);
+        // One row's peers timed with their trials interleaved: this host's
+        // speed drifts by up to 2× over seconds (other tenants), which
+        // would otherwise show as differences between the rows.
+        bench::measure_interleaved(h_, peers_, proto);
+        peers_.clear();
       }
     }
     bench::add_percent_of(report_, "probe");
@@ -194,25 +199,25 @@ class cpu_reduce_bench {
   }
 
   template <class T>
-  void bench_sum(const row& proto, std::int64_t n) {
+  void bench_sum(std::int64_t n) {
     T* x = reinterpret_cast<T*>(arena_.data());
     const input_law law = sum_law<T>(next_seed(), n);
     fill_host(x, n, law);
     const auto expected = static_cast<T>(sum_reference(law, n, std::is_integral_v<T>));
     const tally::options plain = options(summation::plain), compensated = options(summation::compensated);
-    add<T>("tally", proto, expected, [=](T* out) { tally::reduce(tally::cpu, x, n, out, tally::plus{}, plain); });
+    add<T>("tally", expected, [=](T* out) { tally::reduce(tally::cpu, x, n, out, tally::plus{}, plain); });
     if constexpr (std::is_floating_point_v<T>)
-      add<T>("tally-comp", proto, expected,
+      add<T>("tally-comp", expected,
              [=](T* out) { tally::reduce(tally::cpu, x, n, out, tally::plus{}, compensated); });
 #ifdef TALLY_BENCH_HAVE_EIGEN
-    add<T>("eigen", proto, expected,
+    add<T>("eigen", expected,
            [=](T* out) { *out = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(x, n).sum(); });
 #endif
-    add<T>("openmp", proto, expected, [=](T* out) { *out = openmp_sum(x, n); });
+    add<T>("openmp", expected, [=](T* out) { *out = openmp_sum(x, n); });
   }
 
   template <class T>
-  void bench_dot(const row& proto, std::int64_t n) {
+  void bench_dot(std::int64_t n) {
     T* x = reinterpret_cast<T*>(arena_.data());
     T* y = x + n;
     const std::uint64_t seed = next_seed();
@@ -221,32 +226,32 @@ class cpu_reduce_bench {
     fill_host(y, n, ly);
     const auto expected = static_cast<T>(dot_reference(lx, ly, n));
     const tally::options plain = options(summation::plain);
-    add<T>("tally", proto, expected, [=](T* out) { tally::dot(tally::cpu, x, y, n, out, plain); });
+    add<T>("tally", expected, [=](T* out) { tally::dot(tally::cpu, x, y, n, out, plain); });
 #ifdef TALLY_BENCH_HAVE_EIGEN
-    add<T>("eigen", proto, expected, [=](T* out) {
+    add<T>("eigen", expected, [=](T* out) {
       using V = Eigen::Matrix<T, Eigen::Dynamic, 1>;
       *out = Eigen::Map<const V>(x, n).dot(Eigen::Map<const V>(y, n));
     });
 #endif
-    add<T>("openmp", proto, expected, [=](T* out) { *out = openmp_dot(x, y, n); });
+    add<T>("openmp", expected, [=](T* out) { *out = openmp_dot(x, y, n); });
   }
 
-  /// One implementation through the one path: call(out) writes the result
-  /// to a host variable that reset() poisons and verify() compares exactly.
+  /// One implementation for the row's group: call(out) writes the result to
+  /// a host variable that reset() poisons and verify() compares exactly.
   template <class T, class Call>
-  void add(const std::string& name, const row& proto, T expected, const Call& call) {
+  void add(const std::string& name, T expected, const Call& call) {
     auto result = std::make_shared<T>(bench::poisoned<T>());
     bench::peer p;
     p.name = name;
     p.reset = [result] { *result = bench::poisoned<T>(); };
     p.run = [result, call] { call(result.get()); };
     p.verify = [result, expected] { return bench::compare_exact(*result, expected); };
-    bench::measure(h_, p, proto);
+    peers_.push_back(std::move(p));
   }
 
   /// Both probes read the row's bytes (the arena holds the last input
   /// written) and are checked against xor_serial of the same bytes.
-  void measure_probe(const row& proto) {
+  void add_probes(const row& proto) {
     const void* data = arena_.data();
     const auto bytes = static_cast<std::size_t>(proto.bytes);
     const std::uint64_t expected = xor_serial(data, bytes);
@@ -258,7 +263,7 @@ class cpu_reduce_bench {
       p.reset = [result, expected] { *result = ~expected; };
       p.run = [=] { *result = read(data, bytes); };
       p.verify = [result, expected] { return bench::compare_exact(*result, expected); };
-      bench::measure(h_, p, proto);
+      peers_.push_back(std::move(p));
     };
     add_probe("probe", std::to_string(kProbeStreams) + " streams of 64-byte lines per OpenMP thread", read_probe_host);
     add_probe("probe-simd-for", "omp parallel for simd XOR", read_probe_simd_for);
@@ -276,6 +281,7 @@ class cpu_reduce_bench {
   const reduce_settings& s_;
   bench::report report_;
   bench::harness h_;
+  std::vector<bench::peer> peers_;  // the row being built
   std::vector<double> arena_;
   std::uint64_t seed_base_ = 0, seed_count_ = 0;
 };
