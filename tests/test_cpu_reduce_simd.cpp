@@ -376,8 +376,9 @@ TEST(CpuReduceSimd, SumsMatchTheTreeAcrossTheFarKernelThreshold) {
   const auto d = kernel_input<double>(rng, static_cast<std::size_t>(d_sizes.back() + 2), specials::none, false);
   expect_reduce_matches<double>(d, plus{}, [](const double* x, std::int64_t i) { return x[i]; }, 8, {}, d_sizes);
   expect_reduce_matches<double>(d, minimum{}, [](const double* x, std::int64_t i) { return x[i]; }, 8, {}, d_sizes);
-  expect_reduce_matches<double>(d, plus{}, [](const double* x, std::int64_t i) { return compensated<double>{x[i], 0.0}; },
-                                8, options{.sum = summation::compensated}, d_sizes);
+  expect_reduce_matches<double>(
+      d, plus{}, [](const double* x, std::int64_t i) { return compensated<double>{x[i], 0.0}; }, 8,
+      options{.sum = summation::compensated}, d_sizes);
 }
 
 /// Compensated sums through reduce(), 1 and 2 threads, for n = 2^k − 1, 2^k

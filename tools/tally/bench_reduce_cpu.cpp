@@ -1,9 +1,10 @@
 // `tally bench reduce` on the CPU backend: tally::cpu (plain and compensated)
 // against Eigen's single-threaded sum()/dot(), a plain OpenMP
 // `parallel for simd reduction` and a host read probe (every OpenMP thread
-// reading its share as several streams), on the same buffers, every row checked against the
-// exact integer reference before and after timing. What the CPU backend's
-// bar (issue 7, item 9) is read from.
+// reading its share as several streams), on the same buffers, each size's
+// rows timed with their trials interleaved and checked against the exact
+// integer reference before and after timing. What the CPU backend's bar
+// (issue 7, item 9) is read from.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -183,8 +184,8 @@ class cpu_reduce_bench {
         "CPU backend. tally = tally::cpu (plain), tally-comp = compensated; eigen = Eigen's sum()/dot() on one "
         "thread; openmp = `omp parallel for simd reduction(+:s)` on " +
             std::to_string(threads) +
-            " threads from 2^15 elements (one thread below); probe = every OpenMP thread XOR-reading its contiguous share of "
-            "8-byte words as " +
+            " threads from 2^15 elements (one thread below); probe = every OpenMP thread XOR-reading its "
+            "contiguous share of 8-byte words as " +
             std::to_string(kProbeStreams) +
             " far-apart streams of 64-byte lines; probe-simd-for = the same XOR as one `parallel for simd` loop.",
         "us = median µs per call; %probe = probe time / row time × 100; /openmp, /eigen, /tally = row time / that "
