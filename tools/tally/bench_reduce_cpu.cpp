@@ -238,36 +238,35 @@ class cpu_reduce_bench {
   }
 
   /// One implementation for the row's group: call(out) writes the result to
-  /// a host variable that reset() poisons and verify() compares exactly.
+  /// a host variable that reset() sets to `poison` and verify() compares
+  /// exactly. Pre: poison != expected.
   template <class T, class Call>
-  void add(const std::string& name, T expected, const Call& call) {
-    auto result = std::make_shared<T>(bench::poisoned<T>());
+  void add(const std::string& name, T expected, const Call& call, const std::string& note = {},
+           T poison = bench::poisoned<T>()) {
+    auto result = std::make_shared<T>(poison);
     bench::peer p;
     p.name = name;
-    p.reset = [result] { *result = bench::poisoned<T>(); };
+    p.note = note;
+    p.reset = [result, poison] { *result = poison; };
     p.run = [result, call] { call(result.get()); };
     p.verify = [result, expected] { return bench::compare_exact(*result, expected); };
     peers_.push_back(std::move(p));
   }
 
   /// Both probes read the row's bytes (the arena holds the last input
-  /// written) and are checked against xor_serial of the same bytes.
+  /// written) and are checked against xor_serial of the same bytes; their
+  /// poison is its complement (an unsigned type's poisoned() is 0, which a
+  /// XOR can equal).
   void add_probes(const row& proto) {
     const void* data = arena_.data();
     const auto bytes = static_cast<std::size_t>(proto.bytes);
     const std::uint64_t expected = xor_serial(data, bytes);
-    const auto add_probe = [&](const std::string& name, const std::string& note, auto read) {
-      auto result = std::make_shared<std::uint64_t>(~expected);
-      bench::peer p;
-      p.name = name;
-      p.note = note;
-      p.reset = [result, expected] { *result = ~expected; };
-      p.run = [=] { *result = read(data, bytes); };
-      p.verify = [result, expected] { return bench::compare_exact(*result, expected); };
-      peers_.push_back(std::move(p));
-    };
-    add_probe("probe", std::to_string(kProbeStreams) + " streams of 64-byte lines per OpenMP thread", read_probe_host);
-    add_probe("probe-simd-for", "omp parallel for simd XOR", read_probe_simd_for);
+    add<std::uint64_t>(
+        "probe", expected, [=](std::uint64_t* out) { *out = read_probe_host(data, bytes); },
+        std::to_string(kProbeStreams) + " streams of 64-byte lines per OpenMP thread", ~expected);
+    add<std::uint64_t>(
+        "probe-simd-for", expected, [=](std::uint64_t* out) { *out = read_probe_simd_for(data, bytes); },
+        "omp parallel for simd XOR", ~expected);
   }
 
   tally::options options(summation sum) const {
