@@ -40,6 +40,30 @@ find_cuda() {
   export CUDACXX=${CUDACXX:-$(command -v nvcc)}
 }
 
+# The build's device and optimisation settings for `test` or `bench` (sets
+# archs, check_only, host_release, batch and the CMake definitions
+# device_flags). With a GPU (or TALLY_CUDA_ARCHITECTURES set): the full
+# Release build for it, the same for both. Without one no device code can
+# run, so it is compiled to PTX only (unoptimised) and each target's sources
+# in batches (cmake/batch_sources.cmake); host code at -O1 for `test` (the
+# CPU tests run the same code in a third of CI's build time) but at -O3 for
+# `bench`, whose CPU rows are the measurement.
+build_settings() {
+  host_release="-O3 -DNDEBUG"
+  batch=OFF
+  if [ -n "${TALLY_CUDA_ARCHITECTURES:-}" ]; then
+    archs=$TALLY_CUDA_ARCHITECTURES check_only=OFF
+  elif nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+    archs=90 check_only=OFF
+  else
+    archs=90-virtual check_only=ON batch=ON
+    [ "$1" = test ] && host_release="-O1 -DNDEBUG"
+  fi
+  device_flags=(-DCMAKE_CUDA_ARCHITECTURES="$archs" -DTALLY_DEVICE_CODE_CHECK_ONLY=$check_only
+    -DCMAKE_CXX_FLAGS_RELEASE="$host_release" -DCMAKE_CUDA_FLAGS_RELEASE="$host_release"
+    -DTALLY_BATCH_SOURCES=$batch)
+}
+
 # Parallel build jobs: one per core.
 build_jobs() { nproc 2>/dev/null || echo 2; }
 

@@ -124,6 +124,36 @@ struct phases {
     to[i] = p_i;
     return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
   }
+  /// Stores the new directions p = z + β·p of rows [begin, end) (begin a
+  /// multiple of kV<T>) into the buffer the search writes, a vector at a time.
+  /// A CSR search then reads each neighbour's direction once (search_stored)
+  /// instead of recomputing it from z and the old p: one gather and no
+  /// arithmetic a term instead of two gathers and two operations. The same
+  /// bits (direction_value either way).
+  __device__ void store_directions(std::int64_t begin, std::int64_t end) const {
+    constexpr int V = kV<T>;
+    const T* from = v.p[control.searches & 1];
+    T* to = v.p[(control.searches + 1) & 1];
+    const T beta = control.beta;
+    std::int64_t i0 = begin + static_cast<std::int64_t>(threadIdx.x) * V;
+    for (; i0 + V <= end; i0 += static_cast<std::int64_t>(kThreads) * V) {
+      const auto zv = device::load_vector<T, V, true, !Persistent>(v.z + i0);
+      const auto pv = device::load_vector<T, V, true, !Persistent>(from + i0);
+      device::vector_of<T, V> w;
+#pragma unroll
+      for (int t = 0; t < V; ++t) w.v[t] = detail::direction_value(zv.v[t], pv.v[t], beta);
+      device::store_vector<T, V, true>(to + i0, w);
+    }
+    for (std::int64_t i = i0; i < end && i < i0 + V; ++i) to[i] = detail::direction(v, from, i, beta, fresh_read<Persistent>{});
+  }
+  /// search() once store_directions has stored every row's new direction
+  /// (and a barrier or a kernel boundary has passed): the neighbours' read.
+  template <class A>
+  __device__ search_sums<T> search_stored(const A& a, std::int64_t i) const {
+    const fresh_read<Persistent> fresh;
+    const T* to = v.p[(control.searches + 1) & 1];
+    return detail::search_row(a, v, i, fresh(to + i), [&](std::int64_t j) { return fresh(to + j); });
+  }
   /// search() of the kV<T> rows from i0 (all below n; i0 a multiple of
   /// kV<T>), their leaves folded in row order. A 27-point stencil's inner
   /// rows read each neighbour's new direction once for all of them, a line
@@ -311,9 +341,9 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
       chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage,
                   [&](std::int64_t i0) { return rows.search_staged_vector(A, window, i0); });
     else chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage);
-  } else {
+  } else {  // cg_direction_kernel stored the new directions
     chunk_phase(c, s, rows.v.n, s.search_partials, matrix,
-                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, storage);
+                [&](std::int64_t i, const auto& a) { return rows.search_stored(a, i); }, storage);
   }
 }
 
@@ -399,9 +429,20 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
   }
   while (control.next != cg_phase::done) {
     if (control.next == cg_phase::search) {
-      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-        chunk_phase(c, s, n, s.search_partials, matrix, [&](std::int64_t i, const auto& a) { return rows.search(a, i); },
-                    sh.storage.search, rows.search_vector_leaf(A));
+      if constexpr (is_stencil<Op>) {
+        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+          chunk_phase(c, s, n, s.search_partials, matrix,
+                      [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search,
+                      rows.search_vector_leaf(A));
+      } else {  // the new directions first, a barrier, then A·p reads them (see store_directions)
+        const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+          rows.store_directions(c * chunk_rows, (c + 1) * chunk_rows < n ? (c + 1) * chunk_rows : n);
+        grid.sync();
+        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+          chunk_phase(c, s, n, s.search_partials, matrix,
+                      [&](std::int64_t i, const auto& a) { return rows.search_stored(a, i); }, sh.storage.search);
+      }
       grid.sync();
       const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
       if (threadIdx.x == 0) control.after_search(root.value);
@@ -460,6 +501,24 @@ template <cg_phase Phase, bool Final, class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
                     bool sets_handle);
+
+/// Graph mode, a CSR matrix's search in two kernels: this one stores the new
+/// directions of its block's chunk (phases::store_directions), when the
+/// search is next; the search kernel then reads them. The arguments are a
+/// phase kernel's (the handle unused: the search kernel after it sets none
+/// either).
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads)
+    cg_direction_kernel(const Op, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle, bool) {
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (threadIdx.x == 0) control = *s.control;
+  __syncthreads();
+  if (control.next != cg_phase::search) return;
+  const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes, c = blockIdx.x;
+  const phases<false, T> rows{v, control};
+  rows.store_directions(c * chunk_rows, (c + 1) * chunk_rows < v.n ? (c + 1) * chunk_rows : v.n);
+}
 
 /// Graph mode, the end: zero x when b = 0, write *result.
 template <class T>
