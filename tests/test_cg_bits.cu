@@ -175,6 +175,9 @@ void expect_cpu_bits_in(random_source& rng, std::initializer_list<gpu_variant> v
   run(float{}, 84, 27, sv::cg_preconditioner::jacobi);
   run(float{}, 83, 27, sv::cg_preconditioner::jacobi, false, 1);
   run(double{}, 65, 0, sv::cg_preconditioner::none);
+  // A CSR problem of at least kStoredDirectionsRows rows (1 061 208): the
+  // persistent search stores its new directions before the product.
+  run(float{}, 102, 0, sv::cg_preconditioner::jacobi);
 }
 
 TYPED_TEST(CgBitsGpu, CpuAndGpuAgreeBitForBitInEveryMode) {

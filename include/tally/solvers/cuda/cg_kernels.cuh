@@ -10,7 +10,9 @@
 //    an iteration (search; update), a third only when the true residual is
 //    recomputed. The new search direction p = z + β·p is not stored before
 //    the product A·p: each row recomputes it for the columns it reads (the
-//    same bits as the owner's), so the direction update needs no barrier.
+//    same bits as the owner's), so the direction update needs no barrier;
+//    except in a large CSR problem, where reading each neighbour's once is
+//    worth a barrier (kStoredDirectionsRows).
 //  * graph: one kernel per phase, one chunk per block; the last block to
 //    finish (a counter, not an atomic on values) reduces the partials and
 //    updates the control block in global memory. A stencil's search first
@@ -341,9 +343,9 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
       chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage,
                   [&](std::int64_t i0) { return rows.search_staged_vector(A, window, i0); });
     else chunk_phase(c, s, rows.v.n, s.search_partials, no_rows{}, leaf, storage);
-  } else {  // cg_direction_kernel stored the new directions
+  } else {
     chunk_phase(c, s, rows.v.n, s.search_partials, matrix,
-                [&](std::int64_t i, const auto& a) { return rows.search_stored(a, i); }, storage);
+                [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, storage);
   }
 }
 
@@ -379,6 +381,17 @@ inline constexpr int kPersistentBlocksPerSm = sizeof(T) == 4 ? 3 : 2;
 /// spills, the same 93 µs at g = 128.)
 template <class Op>
 inline constexpr int kPhaseBlocksPerSm = is_stencil<Op> ? 4 : 1;
+
+/// Rows from which the persistent kernel's CSR search stores the new
+/// directions before the product (phases::store_directions), at the price of
+/// a third grid barrier an iteration. H100, 27-point, f32, µs an iteration
+/// (bench/results/h100-2026-11-26-cg-csr-directions-ab.json): g = 31 12.2 →
+/// 13.3 and g = 64 (262 144 rows) 50.7 → 52.1, where the vectors sit in L1 and
+/// L2 and the barrier costs more than the second gather; g = 128 (2.1 M rows)
+/// 281 → 262, g = 200 1219 → 1056. (In the graph mode a kernel of its own for
+/// the directions made g = 64 and 128 slower, 71 → 84 and 310 → 328, and
+/// g = 200 1073 → 1058: not taken there.)
+inline constexpr std::int64_t kStoredDirectionsRows = std::int64_t{1} << 20;
 
 /// The solve as one cooperative kernel. Pre: launched cooperatively with
 /// kThreads threads and gridDim.x <= s.chunks blocks, all co-resident;
@@ -429,19 +442,24 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
   }
   while (control.next != cg_phase::done) {
     if (control.next == cg_phase::search) {
-      if constexpr (is_stencil<Op>) {
-        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+      bool stored = false;  // a large CSR problem's directions first (kStoredDirectionsRows)
+      if constexpr (!is_stencil<Op>) {
+        if (n >= kStoredDirectionsRows) {
+          const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+          for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+            rows.store_directions(c * chunk_rows, (c + 1) * chunk_rows < n ? (c + 1) * chunk_rows : n);
+          grid.sync();
+          stored = true;
+        }
+      }
+      for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x) {
+        if (stored)
+          chunk_phase(c, s, n, s.search_partials, matrix,
+                      [&](std::int64_t i, const auto& a) { return rows.search_stored(a, i); }, sh.storage.search);
+        else
           chunk_phase(c, s, n, s.search_partials, matrix,
                       [&](std::int64_t i, const auto& a) { return rows.search(a, i); }, sh.storage.search,
                       rows.search_vector_leaf(A));
-      } else {  // the new directions first, a barrier, then A·p reads them (see store_directions)
-        const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-          rows.store_directions(c * chunk_rows, (c + 1) * chunk_rows < n ? (c + 1) * chunk_rows : n);
-        grid.sync();
-        for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-          chunk_phase(c, s, n, s.search_partials, matrix,
-                      [&](std::int64_t i, const auto& a) { return rows.search_stored(a, i); }, sh.storage.search);
       }
       grid.sync();
       const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
@@ -501,24 +519,6 @@ template <cg_phase Phase, bool Final, class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
                     bool sets_handle);
-
-/// Graph mode, a CSR matrix's search in two kernels: this one stores the new
-/// directions of its block's chunk (phases::store_directions), when the
-/// search is next; the search kernel then reads them. The arguments are a
-/// phase kernel's (the handle unused: the search kernel after it sets none
-/// either).
-template <class T, class Op>
-__global__ void __launch_bounds__(kThreads)
-    cg_direction_kernel(const Op, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle, bool) {
-  __shared__ shared_state<T> sh;
-  cg_control<T>& control = sh.control();
-  if (threadIdx.x == 0) control = *s.control;
-  __syncthreads();
-  if (control.next != cg_phase::search) return;
-  const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes, c = blockIdx.x;
-  const phases<false, T> rows{v, control};
-  rows.store_directions(c * chunk_rows, (c + 1) * chunk_rows < v.n ? (c + 1) * chunk_rows : v.n);
-}
 
 /// Graph mode, the end: zero x when b = 0, write *result.
 template <class T>
