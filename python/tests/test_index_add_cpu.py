@@ -86,17 +86,24 @@ def power_of_two_factors(rng, index, out_rows, cols, most=6):
     either: every partial product of an element, in any order of the rows,
     lies in [2^-(most+1), 2^(most+1)] and is exact in every dtype. One src
     value is -0 (its element's product is a zero whose sign the others set)."""
-    src = np.empty((len(index), cols))
-    doublings = np.zeros((out_rows, cols), dtype=np.int64)
-    halvings = np.zeros((out_rows, cols), dtype=np.int64)
-    for i, k in enumerate(index):
-        pick = rng.integers(0, 10, cols)
-        up = (pick == 0) & (doublings[k] < most)
-        down = (pick == 1) & (halvings[k] < most)
-        doublings[k] += up
-        halvings[k] += down
-        src[i] = rng.choice([-1.0, 1.0], cols) * np.where(up, 2.0, np.where(down, 0.5, 1.0))
-    src[len(index) // 3, cols - 1] = -0.0
+    n = len(index)
+    order = np.argsort(index, kind="stable")  # each index's rows together, in row order
+    starts = np.flatnonzero(np.r_[True, np.diff(index[order]) != 0])
+    group = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+
+    def capped(flags):
+        """flags (rows × cols) where fewer than `most` earlier rows of the same index are flagged too."""
+        grouped = flags[order]
+        seen = np.cumsum(grouped, axis=0)
+        seen -= (seen - grouped)[starts][group]  # counts within each index's rows
+        kept = np.empty_like(flags)
+        kept[order] = grouped & (seen <= most)
+        return kept
+
+    pick = rng.integers(0, 10, (n, cols))
+    magnitude = np.where(capped(pick == 0), 2.0, np.where(capped(pick == 1), 0.5, 1.0))
+    src = rng.choice([-1.0, 1.0], (n, cols)) * magnitude
+    src[n // 3, cols - 1] = -0.0
     out = rng.choice([-2.0, -1.0, -0.5, 0.5, 1.0, 2.0], (out_rows, cols))
     return out, src
 
