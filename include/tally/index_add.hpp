@@ -1,5 +1,8 @@
 // Row scatter: out[index[i], :] ⊕= src[i, :] (PyTorch's index_add_ and
-// index_reduce_), on either backend (tally::cpu or tally::gpu).
+// index_reduce_), on either backend (tally::cpu or tally::gpu), with the
+// operators of scatter_reduce that apply to floating-point values: plus,
+// multiplies, minimum, maximum and make_op operators (on the GPU, sums use
+// the hardware's atomic additions, the others compare-and-swap loops).
 //
 // The GPU backend takes the rows 32 at a time per warp: lanes with equal
 // indices are grouped (__match_any_sync), each group's rows are combined in
@@ -45,40 +48,66 @@ namespace tally {
 /// [cols, out_stride) of every row and the rows no index names stay as they
 /// were). src_stride and out_stride come from opts (0: cols).
 ///
-/// Pre: I is int32 or int64; V is float, double, half or bfloat16; op is
-/// tally::plus, minimum or maximum. index holds rows indices; src is a rows ×
-/// cols matrix, out an out_rows × cols matrix, both with the row strides of
-/// opts (>= cols), in the backend's memory (GPU: device, managed or pinned
-/// memory), out not overlapping src or index. rows == 0 or cols == 0: nothing
-/// is read or written (and no pointer is inspected).
+/// The deterministic contract in brief (opts.deterministic, op = plus; details
+/// below): the same bits on every run, for any grid, on both backends, summed
+/// one of two ways (index_add_sums::automatic chooses from sizes alone):
+///   - below 16 MB of src, or rows under 32 bytes: fixed-point sums -- every
+///     value rounded to a multiple of 2^-s and summed exactly, so the bits do
+///     not depend on the order of the rows either, but a value outside the
+///     range contract (NaN, ±inf, too large for the scale) is an error;
+///   - from 16 MB of src with rows of 32 bytes or more: ordered sums -- float
+///     (double for double) sums of fixed pieces of 256 rows, combined by a
+///     fixed tree: no range limit and no value errors (NaN and ±inf
+///     propagate), and bits that depend on the order of the rows (permute
+///     them and the bits may change) but not on the run, grid or backend.
+/// opts.deterministic_sums forces either (with the limits below).
 ///
-/// Post (plus): float and double rows are combined in their own type; half
-/// and bfloat16 are accumulated in float:
-///   - CPU: every output element is out + (the float sum of its rows, in row
-///     order), rounded once to V. Results do not depend on the thread count.
+/// Pre: I is int32 or int64; V is float, double, half or bfloat16; op is
+/// tally::plus, multiplies, minimum, maximum or a make_op operator, which
+/// must be associative and commutative (the GPU applies rows in any order),
+/// take and return the accumulator type (float for half and bfloat16, else
+/// V) with identity() its identity, and, for the GPU backend, be callable on
+/// the device (a __host__ __device__ function object or lambda). index holds
+/// rows indices; src is a rows × cols matrix, out an out_rows × cols matrix,
+/// both with the row strides of opts (>= cols), in the backend's memory (GPU:
+/// device, managed or pinned memory), out not overlapping src or index.
+/// rows == 0 or cols == 0: nothing is read or written (and no pointer is
+/// inspected).
+///
+/// Post (plus, multiplies, make_op operators): float and double rows are
+/// combined in their own type; half and bfloat16 in float:
+///   - CPU: every output element is op(out, the rows combined in row order),
+///     rounded once to V. Results do not depend on the thread count.
 ///   - GPU aggregated_atomics: the rows of a warp's 32 that share an index are
-///     summed in float (double for double) registers, and that sum, rounded
-///     once to V, is added by one atomic per element (which rounds again to
-///     V: a half or bfloat16 element is rounded once per warp group that
-///     reaches it); plain_atomics: one atomic per element, each rounding to V;
-///     sorted_rows: each index's rows are summed in float (double) in row
-///     order, 256 sorted rows at a time, and each such sum is applied once
-///     -- rounded once to V with the output element when no other 256 shares
-///     its index, else added by an atomic (rounded to V first).
-///   GPU sums are rounded in an order that depends on timing (use
-///   opts.deterministic for the same bits on every run). A half or bfloat16
-///   sum added to one element (not 8 at a 16-byte boundary) goes through the
-///   element's 32-bit word, adding -0 to the other half where that half is an
-///   output element too: every value there stays as it was, bit for bit,
-///   except that a NaN may come back as another NaN. minimum and maximum
-///   are exact (NaN propagates, as tally::minimum/maximum define it).
+///     combined in float (double for double) registers, and that result is
+///     applied by one atomic per element, which rounds to V (a half or
+///     bfloat16 element is rounded once per warp group that reaches it; a
+///     group's sum is rounded to V once more before its atomic addition);
+///     plain_atomics: one atomic per element, each rounding to V;
+///     sorted_rows: each index's rows are combined in float
+///     (double) in row order, 256 sorted rows at a time, and each such result
+///     is applied once -- rounded once to V with the output element when no
+///     other 256 shares its index, else by an atomic.
+///   Sums use the hardware's atomic additions; every other operator a
+///   compare-and-swap loop on the element (16 bits for half and bfloat16, the
+///   operator evaluated in float and rounded once to V per update). GPU
+///   results are rounded in an order that depends on timing (for sums,
+///   opts.deterministic gives the same bits on every run; products and
+///   make_op operators have no such mode). A half or bfloat16 sum added to
+///   one element (not 8 at a 16-byte boundary) goes through the element's
+///   32-bit word, adding -0 to the other half where that half is an output
+///   element too: every value there stays as it was, bit for bit, except that
+///   a NaN may come back as another NaN. minimum and maximum are exact (NaN
+///   propagates, as tally::minimum/maximum define it), as are products whose
+///   partial products are all representable in V.
 ///
 /// Errors (checked mode, the default): every argument is checked before
 /// anything is written: null, overlapping or (GPU) host pointers, negative
 /// sizes, strides below cols, sizes that overflow the address space, a
 /// strategy index_add does not have (shared_memory, cluster_memory, hot_keys: on both
 /// backends), a forced sorted_rows on the GPU with rows or out_rows of 2^32 − 1
-/// or more, opts.deterministic with an operator other than plus. Each is a
+/// or more, opts.deterministic with an operator other than plus (minimum and
+/// maximum need no such mode; products and make_op operators have none). Each is a
 /// tally::invalid_argument naming index_add and the argument, and leaves out
 /// untouched. An index outside [0, out_rows) is an error found while the call
 /// runs: the rows in range are all applied, the others skipped (nothing is
@@ -123,7 +152,8 @@ namespace tally {
 /// value outside the contract (NaN, ±inf, or too large for a given scale) in
 /// a row that lands in out counts as 0, the other values are applied, and
 /// the call then reports invalid_argument naming 'src' (or sets
-/// opts.errors->bad_value). GPU scratch: with sorted_rows (chosen for rows of
+/// opts.errors->bad_value); in the unchecked mode it counts as 0 silently
+/// (nothing is read back, so the call never waits). GPU scratch: with sorted_rows (chosen for rows of
 /// 32 bytes or more), the sort's (16 bytes a row and CUB's storage) and one int64
 /// sum per 256 sorted rows and column; otherwise the int64 sums of the
 /// elements rows can reach -- out_rows × cols × 8 bytes plus 4 per output

@@ -309,6 +309,15 @@ void run(const call_site& site, std::uintptr_t stream, F&& f) {
   }
 }
 
+/// Whether a histogram or bincount call runs checked: on the CPU always (the
+/// core's pointer checks cost nothing there), on the GPU only where a
+/// deterministic weighted call has bad weights (NaN, ±inf, beyond the
+/// fixed-point range) to report -- which reads a flag back and waits for the
+/// stream. Unweighted counts have nothing to check.
+bool reports_bad_weights(const place& p, bool deterministic, const std::optional<view>& weights) {
+  return !p.gpu || (deterministic && weights.has_value());
+}
+
 /// The fixed-point mode of a call: off, or on with the scale the Python layer
 /// gave (checked there: -1022 ... 1023) or, for None, derived from the values.
 fixed_point fixed_point_of(bool deterministic, const std::optional<int>& bits) {
@@ -422,6 +431,19 @@ NB_MODULE(_core, m) {
   }, "(available, reason): whether tally can run on a GPU here.");
 
   m.def(
+      "describe",
+      [](nb::handle x, const char* function, const char* argument) {
+        call_site site(function);
+        const input_array a = cast_input(site, argument, x);
+        nb::list shape;
+        for (size_t i = 0; i < a.ndim(); ++i) shape.append(a.shape(i));
+        return nb::make_tuple(name_of(to_dtype(site, argument, a.dtype())), shape);
+      },
+      nb::arg("x"), nb::arg("function"), nb::arg("argument"),
+      "(dtype name, shape) of an array read through DLPack or the buffer protocol, for a producer that has no "
+      "dtype or shape attribute; TypeError naming the argument where it is no array or its dtype is not tally's.");
+
+  m.def(
       "reduce_out_dtype",
       [](const std::string& x_dtype, const std::string& op, bool compensated, const char* function) {
         call_site site(function);
@@ -514,10 +536,9 @@ NB_MODULE(_core, m) {
         const view cv = output(site, "counts", counts, 1);
         check_no_overlap(site, "counts", cv, "x", xv);
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
-        // Deterministic sums report bad values (NaN/inf weights) in checked mode.
         run(site, stream, [&](const place& p) {
           histogram_even(p, xv, wv ? &*wv : nullptr, cv, lo, hi, fixed_point_of(deterministic, fixed_point_bits),
-                         deterministic || !p.gpu);
+                         reports_bad_weights(p, deterministic, wv));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("lo"), nb::arg("hi"),
@@ -540,7 +561,7 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           histogram_edges(p, xv, wv ? &*wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
-                          fixed_point_of(deterministic, fixed_point_bits), deterministic || !p.gpu);
+                          fixed_point_of(deterministic, fixed_point_bits), reports_bad_weights(p, deterministic, wv));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("bins"), nb::arg("counts"), nb::arg("deterministic"),
@@ -558,7 +579,7 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           bincount(p, xv, wv ? &*wv : nullptr, cv, fixed_point_of(deterministic, fixed_point_bits),
-                   deterministic || !p.gpu);
+                   reports_bad_weights(p, deterministic, wv));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"),
@@ -577,7 +598,7 @@ NB_MODULE(_core, m) {
         check_no_overlap(site, "out", ov, "src", sv);
         const scatter_op o = parse_scatter_op(site, op);
         run(site, stream, [&](const place& p) {
-          scatter(p, ov, iv, sv, o, fixed_point_of(deterministic, fixed_point_bits), check_indices || deterministic);
+          scatter(p, ov, iv, sv, o, fixed_point_of(deterministic, fixed_point_bits), check_indices);
         });
       },
       nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"),
@@ -608,14 +629,9 @@ NB_MODULE(_core, m) {
                                     .c_str());
         check_no_overlap(site, "out", span_of(om), "index", iv);
         check_no_overlap(site, "out", span_of(om), "src", span_of(sm));
-        scatter_op o = scatter_op::sum;
-        if (op == "amin") o = scatter_op::min;
-        else if (op == "amax") o = scatter_op::max;
-        else if (op != "sum")
-          throw nb::value_error((prefix(site, "reduce") + "is '" + op + "'; one of 'sum', 'amin', 'amax'").c_str());
+        const scatter_op o = parse_scatter_op(site, op);
         run(site, stream, [&](const place& p) {
-          index_add(p, om, iv, sm, o, fixed_point_of(deterministic, fixed_point_bits), how,
-                    check_indices || deterministic);
+          index_add(p, om, iv, sm, o, fixed_point_of(deterministic, fixed_point_bits), how, check_indices);
         });
       },
       nb::arg("out"), nb::arg("index"), nb::arg("src"), nb::arg("op"), nb::arg("deterministic"), nb::arg("sums"),

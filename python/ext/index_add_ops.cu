@@ -29,10 +29,6 @@ void index_add(const place& where, const matrix& out, const view& index, const m
   if (src.type != out.type)
     throw unsupported_dtype(std::string("tally.index_add: argument 'src' has dtype ") + name_of(src.type) +
                             " but 'out' has " + name_of(out.type));
-  // Sums take int32 and int64 indices; amin/amax int64 indices only (as
-  // scatter_reduce), to keep the instantiations CI compiles few.
-  if (op != scatter_op::sum && index.type != dtype::i64)
-    throw_unsupported("index_add", "index", index.type, "int64 (int32 too for sums)");
   visit_integer(index.type, "index_add", "index", [&](auto index_tag) {
     using I = typename decltype(index_tag)::type;
     visit_floating(out.type, "out", [&](auto value_tag) {
@@ -52,12 +48,14 @@ void index_add(const place& where, const matrix& out, const view& index, const m
       const auto* s = static_cast<const V*>(src.data);
       auto* d = static_cast<V*>(out.data);
       on_backend(where, [&](const auto& backend) {
-        if (op == scatter_op::sum)
-          return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::plus{}, o);
-        if constexpr (std::is_same_v<I, std::int64_t>) {
-          if (op == scatter_op::min)
-            return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::minimum{}, o);
-          return tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, tally::maximum{}, o);
+        const auto apply = [&](auto op_tag) {
+          tally::index_add(backend, i, s, src.rows, src.cols, d, out.rows, op_tag, o);
+        };
+        switch (op) {
+          case scatter_op::sum: return apply(tally::plus{});
+          case scatter_op::prod: return apply(tally::multiplies{});
+          case scatter_op::min: return apply(tally::minimum{});
+          case scatter_op::max: return apply(tally::maximum{});
         }
       });
     });

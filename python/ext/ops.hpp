@@ -96,19 +96,24 @@ void histogram_edges(const place& where, const view& x, const view* weights, con
 void bincount(const place& where, const view& index, const view* weights, const view& counts,
               fixed_point deterministic, bool checked);
 
-/// out[index[i]] = op(out[index[i]], src[i]) (tally::scatter_reduce).
-/// `checked`: indices outside [0, out.n) raise tally::invalid_argument (on
-/// the GPU this waits for the stream); unchecked skips them silently.
+/// out[index[i]] = op(out[index[i]], src[i]) (tally::scatter_reduce), int32
+/// or int64 indices for every op. `checked`: indices outside [0, out.n), and
+/// deterministic values outside the fixed-point contract, raise
+/// tally::invalid_argument (on the GPU this waits for the stream); unchecked
+/// skips such indices and counts such values as 0, silently, never waiting.
 void scatter(const place& where, const view& out, const view& index, const view& src, scatter_op op,
              fixed_point deterministic, bool checked);
 
 /// out[index[i], :] = op(out[index[i], :], src[i, :]) (tally::index_add) for
-/// out and src of one dtype (float16, bfloat16, float32, float64); op sum
-/// (int32 or int64 index), min or max (int64 index). `checked`: indices
-/// outside [0, out.rows) raise tally::invalid_argument after the rows in
-/// range were applied (on the GPU this waits for the stream); unchecked
-/// skips them silently. `deterministic` (sum): deterministic sums, as
-/// `sums` says (tally::index_add_sums, validated by the bindings).
+/// out and src of one dtype (float16, bfloat16, float32, float64), an int32
+/// or int64 index; op sum, prod, min or max (`deterministic` and `sums`
+/// apply to sum only; the Python layer refuses them for prod). `checked`:
+/// indices outside [0, out.rows), and fixed-point values outside the
+/// contract, raise tally::invalid_argument after the rest was applied (on
+/// the GPU this waits for the stream); unchecked skips such rows and counts
+/// such values as 0, silently, never waiting. `deterministic` (sum):
+/// deterministic sums, as `sums` says (tally::index_add_sums, validated by
+/// the bindings).
 enum class index_add_sums { automatic, fixed_point, ordered };
 void index_add(const place& where, const matrix& out, const view& index, const matrix& src, scatter_op op,
                fixed_point deterministic, index_add_sums sums, bool checked);

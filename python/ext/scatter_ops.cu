@@ -8,10 +8,6 @@ void scatter(const place& where, const view& out, const view& index, const view&
   if (src.type != out.type)
     throw unsupported_dtype(std::string("tally.scatter_reduce: argument 'src' has dtype ") + name_of(src.type) +
                             " but 'out' has " + name_of(out.type));
-  // Sums take int32 and int64 indices; prod/amin/amax int64 indices only (as
-  // PyTorch's scatter_reduce), to keep the instantiations CI compiles few.
-  if (op != scatter_op::sum && index.type != dtype::i64)
-    throw_unsupported("scatter_reduce", "index", index.type, "int64 (int32 too for sums)");
   visit_integer(index.type, "scatter_reduce", "index", [&](auto index_tag) {
     using I = typename decltype(index_tag)::type;
     visit_numeric(out.type, "scatter_reduce", "out", [&](auto value_tag) {
@@ -22,12 +18,12 @@ void scatter(const place& where, const view& out, const view& index, const view&
       const auto* s = static_cast<const V*>(src.data);
       auto* d = static_cast<V*>(out.data);
       on_backend(where, [&](const auto& backend) {
-        if (op == scatter_op::sum) return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::plus{}, o);
-        if constexpr (std::is_same_v<I, std::int64_t>) {
-          if (op == scatter_op::prod)
-            return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::multiplies{}, o);
-          if (op == scatter_op::min) return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::minimum{}, o);
-          return tally::scatter_reduce(backend, i, s, src.n, d, out.n, tally::maximum{}, o);
+        const auto apply = [&](auto op_tag) { tally::scatter_reduce(backend, i, s, src.n, d, out.n, op_tag, o); };
+        switch (op) {
+          case scatter_op::sum: return apply(tally::plus{});
+          case scatter_op::prod: return apply(tally::multiplies{});
+          case scatter_op::min: return apply(tally::minimum{});
+          case scatter_op::max: return apply(tally::maximum{});
         }
       });
     });

@@ -230,6 +230,87 @@ def test_torch_explicit_stream_orders_after_the_producer():
 
 
 @needs_torch
+def test_torch_explicit_stream_orders_the_outputs_pending_work():
+    """sum/dot with out= and stream=side: the fill of out pending on torch's
+    current stream (behind a sleep) finishes before tally writes out on side."""
+    n = 2**20
+    side = torch.cuda.Stream()
+    x = torch.ones(n, device="cuda")
+    s = torch.zeros((), device="cuda")
+    d = torch.zeros((), device="cuda")
+    torch.cuda.synchronize()
+    _busy(torch.cuda.current_stream())
+    s.fill_(-1.0)  # pending on the current stream: tally writing first would see its result overwritten
+    d.fill_(-1.0)
+    assert tally.sum(x, out=s, stream=side) is s
+    assert tally.dot(x, x, out=d, stream=side) is d
+    torch.cuda.synchronize()
+    assert float(s) == n and float(d) == n
+
+
+@needs_torch
+def test_torch_deterministic_unchecked_scatter_add_does_not_wait():
+    """check_indices=False with deterministic=True returns while its stream is
+    still busy (no error flag read back: graph capture is possible) and gives
+    the checked call's bits."""
+    n, bins = 10**6, 1000
+    index = torch.randint(0, bins, (n,), device="cuda")
+    w = torch.randn(n, device="cuda", dtype=torch.float64)
+    checked = tally.scatter_add(torch.zeros(bins, device="cuda", dtype=torch.float64), index, w, deterministic=True)
+    side = torch.cuda.Stream()
+    out = torch.zeros(bins, device="cuda", dtype=torch.float64)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        tally.scatter_add(out, index, w, deterministic=True, check_indices=False)  # sizes the stream's workspace
+        out.zero_()
+        torch.cuda._sleep(200_000_000)
+        tally.scatter_add(out, index, w, deterministic=True, check_indices=False)
+        returned_while_busy = not side.query()
+    side.synchronize()
+    assert returned_while_busy
+    assert bits(out) == bits(checked)
+
+
+class _CudaArrayInterfaceOnly:
+    """A device array seen only through __cuda_array_interface__ (version 3),
+    whose `stream` names the stream its pending work is queued on."""
+
+    def __init__(self, tensor, stream):
+        self._tensor = tensor  # keeps the memory alive
+        self.__cuda_array_interface__ = dict(tensor.__cuda_array_interface__, stream=stream, version=3)
+
+
+@needs_torch
+def test_cuda_array_interface_producer_stream_is_waited_for():
+    """Arrays that speak only __cuda_array_interface__: read and written in
+    place without copies, after the work pending on the stream their
+    interface names (a busy side stream, which tally's stream, the legacy
+    default one, does not wait for by itself)."""
+    rows, cols, out_rows = 4096, 8, 3
+    side = torch.cuda.Stream()
+    out = torch.zeros(out_rows, cols, device="cuda")
+    index = torch.zeros(rows, device="cuda", dtype=torch.int64)
+    src = torch.zeros(rows, cols, device="cuda")
+    x = torch.zeros(rows * cols, device="cuda", dtype=torch.float64)
+    total = torch.zeros((), device="cuda", dtype=torch.float64)
+    torch.cuda.synchronize()
+    _busy(side)
+    with torch.cuda.stream(side):  # the producer's work, late on its stream
+        src.fill_(1.0)
+        index.fill_(2)
+        x.fill_(1.0)
+
+    def wrap(t):
+        return _CudaArrayInterfaceOnly(t, side.cuda_stream)
+
+    tally.index_add(wrap(out), wrap(index), wrap(src))
+    tally.sum(wrap(x), out=total)
+    torch.cuda.synchronize()
+    assert out[2].tolist() == [float(rows)] * cols and out[0].tolist() == [0.0] * cols
+    assert float(total) == rows * cols
+
+
+@needs_torch
 def test_sum_cpp_calls_writes_the_sum_into_out():
     """The overhead benchmark checks the C++ calls' own output: out must be
     where they write (poisoned first), holding the exact sum of small integers."""
@@ -318,13 +399,68 @@ def test_cupy_sum_histogram_bincount():
     np.testing.assert_array_equal(tally.bincount(index).get(), cupy.bincount(index).get())
 
 
+def _cupy_busy(stream, cycles=400_000_000):
+    """Keeps `stream` busy for a while (one thread spinning on the clock), so
+    that work queued on it after this runs late."""
+    spin = cupy.RawKernel(r"""
+extern "C" __global__ void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}""", "spin")
+    with stream:
+        spin((1,), (1,), (cupy.int64(cycles),))
+
+
 @needs_cupy
 def test_cupy_side_stream():
     n = 2**22
     x = cupy.zeros(n, dtype=cupy.float32)
+    cupy.cuda.Device().synchronize()
     side = cupy.cuda.Stream(non_blocking=True)
+    _cupy_busy(side)
     with side:
-        x.fill(1.0)
-        s = tally.sum(x)
+        x.fill(1.0)  # runs late on the side stream
+        s = tally.sum(x)  # must follow the fill on the same stream
     side.synchronize()
     assert float(s) == n
+
+
+@needs_cupy
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+def test_cupy_scatter_add_matches_numpy_and_gives_the_cpu_bits(itype):
+    rs = cupy.random.RandomState(int(np.random.default_rng().integers(2**31)))
+    n, bins = 10**6, 5000
+    index = rs.randint(0, bins, n).astype(itype)
+    src = rs.standard_normal(n)
+    out = rs.standard_normal(bins)
+    start = out.get()
+    expected = start.copy()
+    np.add.at(expected, index.get(), src.get())
+    assert tally.scatter_add(out, index, src) is out
+    np.testing.assert_allclose(out.get(), expected, rtol=1e-12, atol=1e-10)
+    det = tally.scatter_add(cupy.zeros(bins), index, src, deterministic=True)
+    perm = rs.permutation(n)
+    assert bits(tally.scatter_add(cupy.zeros(bins), index[perm], src[perm], deterministic=True)) == bits(det)
+    assert bits(tally.scatter_add(np.zeros(bins), index.get(), src.get(), deterministic=True)) == bits(det)
+    assert bits(tally.scatter_add(cupy.zeros(bins), index, src, deterministic=True, check_indices=False)) == bits(det)
+    np.testing.assert_allclose(det.get(), expected - start, rtol=1e-9, atol=1e-9)
+
+
+@needs_cupy
+def test_cupy_errors_name_the_argument():
+    out = cupy.zeros(10)
+    index = cupy.zeros(4, dtype=cupy.int64)
+    with pytest.raises(ValueError, match=r"argument 'src' is on cpu but 'out' is on cuda:0"):
+        tally.scatter_add(out, index, np.ones(4))
+    with pytest.raises(TypeError, match=r"argument 'src' has dtype float32"):
+        tally.scatter_add(out, index, cupy.ones(4, dtype=cupy.float32))
+    with pytest.raises(ValueError, match=r"argument 'x' must be contiguous"):
+        tally.sum(cupy.ones((10, 10)).T)
+    with pytest.raises(TypeError, match=r"argument 'x'.*complex"):
+        tally.sum(cupy.ones(10, dtype=cupy.complex64))
+    with pytest.raises(ValueError, match=r"argument 'index'.*\[1\] = 10 is outside"):
+        tally.scatter_add(out, cupy.array([0, 10, 1]), cupy.ones(3))
+    assert out[:2].tolist() == [1.0, 1.0]  # the updates in range were applied
+    with pytest.raises(ValueError, match=r"tally.scatter_add: argument 'src' holds NaN"):
+        tally.scatter_add(cupy.zeros(4), cupy.array([0, 1]), cupy.array([1.0, cupy.nan]), deterministic=True)

@@ -9,6 +9,7 @@ import pytest
 import tally
 
 from gpu_peers import GPU_MODULE, cupy, needs_cupy, needs_torch, torch
+from test_index_add_cpu import power_of_two_factors
 
 pytestmark = GPU_MODULE
 
@@ -113,13 +114,59 @@ def test_torch_ordered_sums_bits_across_runs_and_backends(dtype):
 @needs_torch
 @pytest.mark.parametrize("reduce", ["amin", "amax"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_torch_extrema_match_index_reduce_(reduce, dtype):
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+def test_torch_extrema_match_index_reduce_(reduce, dtype, itype):
     rows, out_rows, cols = 30000, 500, 33
-    out, index, src = hot_problem(rows, out_rows, cols, dtype)
-    expected = out.clone().index_reduce_(0, index, src, reduce, include_self=True)
+    out, index, src = hot_problem(rows, out_rows, cols, dtype, itype)
+    expected = out.clone().index_reduce_(0, index.long(), src, reduce, include_self=True)
     tally.index_add(out, index, src, reduce=reduce)
     assert torch.equal(out, expected)
 
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("rows,cols", [(20000, 1), (20000, 24), (40000, 128)])  # the last sorts its rows (20 MB)
+@pytest.mark.parametrize("itype", ["int32", "int64"])
+def test_torch_products_of_powers_of_two_are_exact(dtype, rows, cols, itype):
+    """reduce="prod" against np.multiply.at in float64: factors whose every
+    partial product is exact, so any order of the rows gives the exact
+    product (signed zero included), and so the CPU backend's bits."""
+    rng = np.random.default_rng()
+    out_rows = 300
+    index = rng.integers(0, out_rows, rows)
+    index[rng.random(rows) < 0.5] = 0
+    out, src = power_of_two_factors(rng, index, out_rows, cols)
+    expected = out.copy()
+    np.multiply.at(expected, index, src)
+    dt = getattr(torch, dtype)
+    got = torch.from_numpy(out).to(device="cuda", dtype=dt)
+    tally.index_add(got, torch.from_numpy(index).to(device="cuda", dtype=getattr(torch, itype)),
+                    torch.from_numpy(src).to(device="cuda", dtype=dt), reduce="prod")
+    assert bits(got) == bits(torch.from_numpy(expected).to(dt))
+
+
+@needs_torch
+@pytest.mark.parametrize("sums", ["fixed_point", "ordered"])
+def test_torch_deterministic_unchecked_call_does_not_wait(sums):
+    """check_indices=False with deterministic=True returns while its stream is
+    still busy (no error flag read back: graph capture is possible) and gives
+    the checked call's bits."""
+    rows, out_rows, cols = 50000, 700, 64
+    base, index, src = hot_problem(rows, out_rows, cols, "float32")
+    det = {"deterministic": True, "sums": sums}
+    checked = tally.index_add(base.clone(), index, src, **det)
+    side = torch.cuda.Stream()
+    out = base.clone()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        tally.index_add(out, index, src, check_indices=False, **det)  # sizes the stream's workspace
+        out.copy_(base)
+        torch.cuda._sleep(200_000_000)
+        tally.index_add(out, index, src, check_indices=False, **det)
+        returned_while_busy = not side.query()
+    side.synchronize()
+    assert returned_while_busy
+    assert bits(out) == bits(checked)
 
 @needs_torch
 def test_torch_strided_view_keeps_the_other_columns():
@@ -169,6 +216,23 @@ def test_torch_result_on_side_stream_is_ready_when_that_stream_is():
         out = torch.zeros(2, cols, device="cuda")
         tally.index_add(out, index, src, check_indices=False)  # must follow the fill
     side.synchronize()
+    assert out[0].tolist() == [float(rows)] * cols and out[1].tolist() == [0.0] * cols
+
+
+@needs_torch
+def test_torch_explicit_stream_orders_the_outputs_pending_work():
+    """With stream=side, out's pending work on torch's current stream (a fill
+    queued behind a sleep) finishes before tally writes out on side."""
+    rows, cols = 4096, 16
+    side = torch.cuda.Stream()
+    out = torch.full((2, cols), float("nan"), device="cuda")
+    index = torch.zeros(rows, device="cuda", dtype=torch.int64)
+    src = torch.ones(rows, cols, device="cuda")
+    torch.cuda.synchronize()
+    _busy(torch.cuda.current_stream())
+    out.zero_()  # pending on the current stream: tally writing first would see its rows erased
+    tally.index_add(out, index, src, check_indices=False, stream=side)
+    torch.cuda.synchronize()
     assert out[0].tolist() == [float(rows)] * cols and out[1].tolist() == [0.0] * cols
 
 

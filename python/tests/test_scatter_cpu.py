@@ -50,9 +50,10 @@ def test_scatter_add_deterministic_is_order_independent(rng, vtype):
 
 @pytest.mark.parametrize("op,ufunc", [("prod", np.multiply), ("amin", np.minimum), ("amax", np.maximum)])
 @pytest.mark.parametrize("vtype", [np.float64, np.int64, np.int32, np.float32])
-def test_scatter_reduce_ops(rng, op, ufunc, vtype):
+@pytest.mark.parametrize("itype", [np.int32, np.int64])
+def test_scatter_reduce_ops(rng, op, ufunc, vtype, itype):
     out = rng.integers(1, 5, 300).astype(vtype)
-    index = rng.integers(0, 300, 3000)
+    index = rng.integers(0, 300, 3000).astype(itype)
     src = (rng.integers(1, 3, index.size) if op == "prod" else rng.integers(-10**6, 10**6, index.size)).astype(vtype)
     expected = out.copy()
     ufunc.at(expected, index, src)
@@ -98,6 +99,27 @@ def test_scatter_errors_name_the_argument():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="argument 'out' is read-only"):
         tally.scatter_add(ro, np.zeros(4, np.int64), np.ones(4))
+
+
+def test_scatter_deterministic_unchecked_gives_the_checked_bits(rng):
+    """check_indices=False with deterministic=True: no check is forced (on the
+    GPU: no wait), the checked call's bits, and with bad data what the checked
+    call leaves before raising: bad indices skipped, NaN counted as 0."""
+    n, bins = 20000, 300
+    index = rng.integers(0, bins, n)
+    src = rng.uniform(-1, 1, n) * 2.0 ** rng.integers(-20, 20, n)
+    base = rng.uniform(-1, 1, bins)
+    checked = tally.scatter_add(base.copy(), index, src, deterministic=True)
+    unchecked = tally.scatter_add(base.copy(), index, src, deterministic=True, check_indices=False)
+    assert unchecked.tobytes() == checked.tobytes()
+    index[[5, 77]] = [bins, -4]
+    src[13] = np.nan
+    bad_checked = base.copy()
+    with pytest.raises(ValueError, match="argument 'index'"):
+        tally.scatter_add(bad_checked, index, src, deterministic=True)
+    bad_unchecked = tally.scatter_add(base.copy(), index, src, deterministic=True, check_indices=False)
+    assert bad_unchecked.tobytes() == bad_checked.tobytes()
+    assert not np.isnan(bad_unchecked).any()
 
 
 def test_scatter_deterministic_rejects_nan(rng):

@@ -51,8 +51,25 @@ template <class V>
 inline constexpr bool is_index_add_value_v =
     std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, half> || std::is_same_v<V, bfloat16>;
 template <class Op>
-inline constexpr bool is_index_add_op_v =
-    std::is_same_v<Op, plus> || std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>;
+struct is_custom_op : std::false_type {};
+template <class F, class T>
+struct is_custom_op<custom_op<F, T>> : std::true_type {};
+/// The operators index_add takes: those of scatter_reduce that apply to
+/// floating-point values (the bit operators do not).
+template <class Op>
+inline constexpr bool is_index_add_op_v = std::is_same_v<Op, plus> || std::is_same_v<Op, multiplies> ||
+                                          std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum> ||
+                                          is_custom_op<Op>::value;
+
+/// Why opts.deterministic refuses `Op` (any operator but plus).
+template <class Op>
+constexpr const char* deterministic_refusal() {
+  if constexpr (std::is_same_v<Op, minimum> || std::is_same_v<Op, maximum>)
+    return "needs tally::plus (minimum and maximum are exact: the same bits on every run without it)";
+  else
+    return "needs tally::plus (products and make_op operators have no deterministic mode: on the GPU their "
+           "rounding depends on the order in which rows reach an element)";
+}
 
 /// The checks of a checked call that read only sizes and pointers (no
 /// backend query): sizes, strides, extents, null pointers, overlaps.
@@ -90,7 +107,8 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
   static_assert(std::is_same_v<I, std::int32_t> || std::is_same_v<I, std::int64_t>,
                 "tally::index_add: index must be int32 or int64");
   static_assert(is_index_add_value_v<V>, "tally::index_add: values must be float, double, half or bfloat16");
-  static_assert(is_index_add_op_v<Op>, "tally::index_add: the operator must be tally::plus, minimum or maximum");
+  static_assert(is_index_add_op_v<Op>,
+                "tally::index_add: the operator must be tally::plus, multiplies, minimum, maximum or make_op(...)");
   const bool checked = opts.checks == check_mode::checked;
   check_errors_option(kIndexAdd, opts);
   if (opts.strategy == histogram_strategy::shared_memory || opts.strategy == histogram_strategy::cluster_memory ||
@@ -112,7 +130,7 @@ void run_index_add(const Backend& backend, const I* index, const V* src, std::in
   }
   if (opts.deterministic) {
     if constexpr (!std::is_same_v<Op, plus>)
-      throw_invalid_argument(kIndexAdd, "options.deterministic", "needs tally::plus");
+      throw_invalid_argument(kIndexAdd, "options.deterministic", deterministic_refusal<Op>());
     check_fixed_point_bits(kIndexAdd, opts);
   }
   const row_scatter<I, V> problem{index,

@@ -88,8 +88,14 @@ def classify(x, name, function):
         return Array(x, TORCH, _dtype_name(x, TORCH), x.shape, gpu, x.get_device() if gpu else -1, x)
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         device_type, _ = x.__dlpack_device__()
-        return Array(x, OTHER, _dtype_name(x, OTHER), getattr(x, "shape", ()), device_type in (2, 13),
-                     getattr(x, "device", None), x)
+        if hasattr(x, "dtype") and hasattr(x, "shape"):
+            dtype, shape = _dtype_name(x, OTHER), x.shape
+        else:
+            # A producer that speaks DLPack alone: its dtype and shape are read
+            # from one export of its own (a GPU producer orders its work before
+            # the legacy default stream for it, as the protocol asks).
+            dtype, shape = _core.describe(x, function, name)
+        return Array(x, OTHER, dtype, shape, device_type in (2, 13), getattr(x, "device", None), x)
     if hasattr(x, "__cuda_array_interface__"):
         return _from_cuda_array_interface(x, name, function)
     raise TypeError(
@@ -189,7 +195,9 @@ def export(a, stream, explicit):
 
 
 def empty(like, shape, dtype):
-    """An uninitialised array of `dtype` (a name) in like's library, on like's device."""
+    """An uninitialised array of `dtype` (a name) in like's library, on like's
+    device; for other producers, in their array-API namespace, else CuPy (GPU,
+    where installed) or NumPy (host)."""
     if like.kind == NUMPY or (not like.gpu and like.kind not in (TORCH, OTHER)):
         return np.empty(shape, dtype=dtype)
     if like.kind == TORCH:
@@ -199,7 +207,7 @@ def empty(like, shape, dtype):
         import cupy
         with like.device:
             return cupy.empty(shape, dtype=dtype)
-    if like.device is None:  # __cuda_array_interface__ producers: answer with CuPy where it is installed
+    if like.device is None and like.gpu:  # __cuda_array_interface__ producers: answer with CuPy where installed
         try:
             import cupy
             return cupy.empty(shape, dtype=dtype)
@@ -209,6 +217,8 @@ def empty(like, shape, dtype):
     if namespace is not None:
         xp = namespace()
         return xp.empty(shape, dtype=getattr(xp, dtype), device=like.device)
+    if not like.gpu:  # a host producer without an array namespace: answer with NumPy
+        return np.empty(shape, dtype=dtype)
     raise TypeError(f"tally cannot allocate an output for a {type(like.source).__name__}; "
                     "pass an array of NumPy, PyTorch, CuPy or an array-API library")
 
@@ -223,7 +233,8 @@ def as_dtype(a, dtype):
 
 
 def from_host(like, values):
-    """A copy of the NumPy array `values` in like's library and on its device."""
+    """A copy of the NumPy array `values` in like's library and on its device
+    (`values` itself for a host producer without an array-API namespace)."""
     if like.kind == NUMPY or (not like.gpu and like.kind not in (TORCH, OTHER)):
         return values
     if like.kind == TORCH:
@@ -233,6 +244,9 @@ def from_host(like, values):
         import cupy
         with like.device:
             return cupy.asarray(values)
+    namespace = getattr(like.source, "__array_namespace__", None)
+    if namespace is None and not like.gpu:  # a host producer without an array namespace: NumPy, as empty()
+        return values
     xp = like.source.__array_namespace__()
     return xp.asarray(values, device=like.device)
 

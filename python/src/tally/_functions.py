@@ -49,6 +49,19 @@ def _prepare_one(function, stream, x):
     return a, export(a, handle, stream is not None), handle
 
 
+def _output(function, out, handle, explicit):
+    """What the core receives for an output the caller passed: the array itself
+    on the library's current stream; with an explicit `stream`, the array
+    exported with that stream (DLPack; a __cuda_array_interface__ producer's
+    stream waited for), so that the work its library has pending on the output
+    is ordered before the call writes it, as for the inputs."""
+    if not explicit:
+        return out
+    o = classify(out, "out", function)
+    order_after_producer((o,), handle)
+    return export(o, handle, True)
+
+
 def _scalar(out, a):
     """A reduction's result: a NumPy scalar for NumPy input (as numpy.sum
     returns), else the 0-d array in the caller's library (no wait for the GPU)."""
@@ -124,6 +137,8 @@ def _reduce(function, x, op, compensated, stream, out):
         if dtype is None:  # the core's rule, which raises for what it does not support
             dtype = _REDUCE_OUT_DTYPES[key] = _core.reduce_out_dtype(a.dtype, op, compensated, function)
         result = empty(a, (2,) if indexed else (), dtype)
+    else:
+        result = _output(function, out, handle, stream is not None)
     _core.reduce(obj, result, op, compensated, handle, False, function)
     if out is not None:
         return out
@@ -155,7 +170,7 @@ def dot(x, y, *, compensated=False, stream=None, out=None):
     compensated = _flag("dot", "compensated", compensated)
     infos, objects, handle = _prepare("dot", stream, x=x, y=y)
     a = infos["x"]
-    result = empty(a, (), a.dtype) if out is None else out
+    result = empty(a, (), a.dtype) if out is None else _output("dot", out, handle, stream is not None)
     _core.dot(objects["x"], objects["y"], result, compensated, handle, False)
     return out if out is not None else _scalar(result, a)
 
@@ -386,18 +401,22 @@ def scatter_reduce(out, index, src, reduce="sum", *, deterministic=False, fixed_
         For float "sum": fixed-point sums (tally's histogram_options.
         deterministic), so out is bitwise identical run to run, for any
         order of updates and on both backends; a value outside the fixed-point
-        range (NaN, inf, or too large) is a ValueError. Integer sums, "amin"
-        and "amax" are deterministic anyway; float "prod" has no such mode
-        (ValueError).
+        range (NaN, inf, or too large) counts as 0 and, with check_indices=True,
+        is then a ValueError naming 'src'. Integer sums, "amin" and "amax" are
+        deterministic anyway; float "prod" has no such mode (ValueError).
     fixed_point_bits : int, optional
         With deterministic=True: the fixed-point scale, given instead of
         derived (see tally.histogram).
         (Ignored where no fixed-point sum is made: integers, "amin", "amax".)
     check_indices : bool
-        True (default): an index outside [0, len(out)) is a ValueError naming
-        its position (in-range updates are still applied); on the GPU the call
-        then waits for the stream. False: no wait, out-of-range indices are
-        skipped silently.
+        True (default): checked. An index outside [0, len(out)) is a ValueError
+        naming its position, and so (deterministic=True) is a value outside the
+        fixed-point range, after the other updates were applied; on the GPU the
+        call then waits for the stream (it reads an error flag back). False:
+        never waits (so the call can be captured in a CUDA graph), also with
+        deterministic=True, which gives the same bits as when checked:
+        out-of-range indices are skipped and values outside the fixed-point
+        range count as 0, silently.
     stream : as in tally.reduce.
 
     Returns out.
@@ -427,12 +446,11 @@ def _scatter(function, out, index, src, op, deterministic, fixed_point_bits, che
         raise ValueError(f"tally.{function}: argument 'deterministic' applies to sums; float products "
                          "have no deterministic mode")
     det = deterministic and op == "sum"  # min/max/integer sums are order-independent already
-    # The output is written, so it goes to the core as the caller's array itself.
-    _core.scatter(o.obj, objects["index"], objects["src"], op, det, bits, check_indices, handle, function)
+    _core.scatter(objects["out"], objects["index"], objects["src"], op, det, bits, check_indices, handle, function)
     return out
 
 
-_INDEX_ADD_OPS = ("sum", "amin", "amax")
+_INDEX_ADD_OPS = ("sum", "prod", "amin", "amax")
 _INDEX_ADD_SUMS = ("automatic", "fixed_point", "ordered")
 
 
@@ -440,12 +458,28 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
               fixed_point_bits=None, check_indices=True, stream=None):
     """out[index[i], :] = reduce(out[index[i], :], src[i, :]) for every i, in place.
 
+    Deterministic sums in brief (deterministic=True, reduce="sum"): the same
+    bits on every run, on both backends and for any GPU grid, summed one of two
+    ways, chosen from the sizes alone (sums="automatic"):
+      - fixed point, below 16 MB of src or for rows under 32 bytes: every value
+        rounded to a multiple of 2^-s and summed exactly, so the bits do not
+        depend on the order of the rows either; a value outside the range
+        (NaN, inf, or too large for the scale) counts as 0 and, with
+        check_indices=True, is a ValueError;
+      - ordered, from 16 MB of src with rows of 32 bytes or more: float32
+        (float64 for float64) sums of fixed pieces of 256 rows combined by a
+        fixed tree: no range limit and no value errors (NaN/inf propagate),
+        and bits that depend on the order of the rows (permute them and the
+        bits may change) but not on the run, the GPU grid or the backend.
+    `sums` forces either.
+
     PyTorch's out.index_add_(0, index, src) (reduce="sum") and
-    out.index_reduce_(0, index, src, "amin"/"amax", include_self=True);
-    np.add.at(out, index, src) for 2-D arrays. Rows of out that no index
-    names, and the elements between rows of a strided out, are not touched
-    (float16/bfloat16 on the GPU: they keep their bits, but a NaN beside a
-    summed element may come back as another NaN).
+    out.index_reduce_(0, index, src, "prod"/"amin"/"amax", include_self=True);
+    np.add.at(out, index, src) for 2-D arrays (np.multiply.at, np.minimum.at,
+    np.maximum.at). Rows of out that no index names, and the elements between
+    rows of a strided out, are not touched (float16/bfloat16 sums on the GPU:
+    they keep their bits, but a NaN beside a summed element may come back as
+    another NaN).
 
     Parameters
     ----------
@@ -456,23 +490,25 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
         CuPy) rows of out.shape[1:] elements, as in PyTorch's index_add_ along
         dim 0: the elements of a row must then be contiguous (a view of the
         array as (rows, elements), never a copy).
-    index : 1-D int32/int64 array (int64 for "amin"/"amax"), one entry per
-        row of src, values in [0, out.shape[0]).
+    index : 1-D int32/int64 array, one entry per row of src, values in
+        [0, out.shape[0]).
     src : array of out's dtype with len(index) rows shaped as out's rows
         (src.shape[1:] == out.shape[1:]; contiguous columns, rows at any
         distance).
-    reduce : "sum", "amin" or "amax".
+    reduce : "sum", "prod", "amin" or "amax".
     deterministic : bool
         For "sum": out is bitwise identical run to run and on both backends,
-        summed as `sums` says. "amin"/"amax" are deterministic anyway.
+        summed as `sums` says (see above). "amin"/"amax" are deterministic
+        anyway; "prod" has no such mode (ValueError).
     sums : "automatic", "fixed_point" or "ordered"
         How deterministic sums are computed (tally's index_add_sums):
         "fixed_point": tally's histogram_options.deterministic with
         n = len(index): every element of out gets the exact sum of its
         (quantised) rows rounded once, for any order of the rows;
         float16/bfloat16 sums are then correctly rounded. A NaN/inf (or too
-        large) value in a row that lands is a ValueError naming 'src' after
-        the other rows were applied (on the GPU this waits for the stream).
+        large) value in a row that lands counts as 0; with check_indices=True
+        it is a ValueError naming 'src' after the other rows were applied (on
+        the GPU this waits for the stream).
         "ordered": each index's rows summed in row order in float32 (float64
         for float64), in pieces of 256 of the rows sorted by (index, row)
         combined by tally's fixed tree, then added to out with one rounding:
@@ -486,16 +522,23 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
         derived (see tally.histogram); implies fixed-point sums.
         (Ignored for "amin"/"amax".)
     check_indices : bool
-        True (default): an index outside [0, out.shape[0]) is a ValueError
-        naming its position, after the rows in range were applied; on the GPU
-        the call then waits for the stream. False: no wait, bad rows are
-        skipped silently.
+        True (default): checked. An index outside [0, out.shape[0]) is a
+        ValueError naming its position, and so is a fixed-point value outside
+        the range, after the rest was applied; on the GPU the call then waits
+        for the stream (it reads an error flag back). False: never waits (so
+        the call can be captured in a CUDA graph), also with
+        deterministic=True, which gives the same bits as when checked: bad
+        rows are skipped and values outside the fixed-point range count as 0,
+        silently.
     stream : as in tally.reduce.
 
-    Sums of float32/float64 accumulate in their own type; float16/bfloat16
-    accumulate in float32: on the CPU every element is rounded once, on the
-    GPU each group of equal indices among 32 rows is summed in float32 and
-    added by one atomic (rounding to the dtype once per group).
+    Sums and products of float32/float64 accumulate in their own type;
+    float16/bfloat16 accumulate in float32: on the CPU every element is
+    rounded once, on the GPU each group of equal indices among 32 rows is
+    combined in float32 and applied by one atomic (rounding to the dtype once
+    per group; products by a compare-and-swap loop). "prod" is exact where
+    every partial product is representable (e.g. powers of two); otherwise
+    its GPU bits depend on the order in which rows arrive.
 
     Returns out.
 
@@ -503,7 +546,8 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
     ------
     TypeError for unsupported or mismatched dtypes; ValueError for wrong
     shapes, non-contiguous columns, arrays on different devices, overlapping
-    out and src/index, a bad `reduce`, or (checked) a bad index.
+    out and src/index, a bad `reduce`, "prod" with deterministic=True, or
+    (checked) a bad index.
     """
     if reduce not in _INDEX_ADD_OPS:
         raise ValueError(f"tally.index_add: argument 'reduce' is {reduce!r}; one of "
@@ -516,6 +560,9 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
                          f"{', '.join(map(repr, _INDEX_ADD_SUMS))}")
     if sums != "automatic" and not deterministic:
         raise ValueError("tally.index_add: argument 'sums' applies only with deterministic=True")
+    if deterministic and reduce == "prod":
+        raise ValueError("tally.index_add: argument 'deterministic' applies to sums; products have no "
+                         "deterministic mode")
     out_rows, src_rows = _as_rows(out, "out"), _as_rows(src, "src")
     if out_rows is not out or src_rows is not src:
         if tuple(out.shape[1:]) != tuple(src.shape[1:]):
@@ -523,8 +570,7 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
                              f"they must match out's rows, {tuple(out.shape[1:])}")
     infos, objects, handle = _prepare("index_add", stream, out=out_rows, index=index, src=src_rows)
     det = deterministic and reduce == "sum"  # min/max are order-independent already
-    # The output is written, so it goes to the core as the caller's array itself.
-    _core.index_add(infos["out"].obj, objects["index"], objects["src"], reduce, det, sums if det else "automatic",
+    _core.index_add(objects["out"], objects["index"], objects["src"], reduce, det, sums if det else "automatic",
                     bits, check_indices, handle)
     return out
 

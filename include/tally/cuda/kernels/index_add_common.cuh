@@ -118,8 +118,10 @@ struct fixed_point_values {
   }
 };
 
-/// *p = op(*p, v) for half and bfloat16 (minimum, maximum) by a 16-bit
-/// compare-and-swap loop, the operator evaluated in float (exact for min/max).
+/// *p = op(*p, v) for half and bfloat16 and any operator but plus (minimum,
+/// maximum, multiplies, make_op) by a 16-bit compare-and-swap loop: the
+/// operator evaluated in float, the result rounded once to V (exact for
+/// minimum and maximum; one rounding per update for products).
 template <class V, class Op>
 __device__ __forceinline__ void narrow_atomic_update(V* p, float v, const Op& op) {
   static_assert(sizeof(V) == 2);
@@ -131,8 +133,9 @@ __device__ __forceinline__ void narrow_atomic_update(V* p, float v, const Op& op
     const V next = convert<V>(op(convert<float>(current), v));
     unsigned short desired;
     memcpy(&desired, &next, 2);
-    // Minimum and maximum only move one way: when v does not change the value
-    // seen, it cannot change any later one either.
+    // When v leaves the value seen as it is, the update may take effect at the
+    // moment that value was read (the operator is associative and commutative,
+    // so any order of the updates is a valid one): nothing to write.
     if (desired == assumed) return;
     const unsigned short seen = atomicCAS(word, assumed, desired);
     if (seen == assumed) return;
