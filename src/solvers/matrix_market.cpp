@@ -216,7 +216,7 @@ host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
   const std::int64_t nnz = static_cast<std::int64_t>(m.value.size());
   if (m.rows > std::numeric_limits<Index>::max() || m.cols > std::numeric_limits<Index>::max() ||
       nnz > std::numeric_limits<Index>::max())
-    detail::throw_invalid_argument("to_csr", "m", "has more rows, columns or entries than the index type holds");
+    tally::detail::throw_invalid_argument("to_csr", "m", "has more rows, columns or entries than the index type holds");
   host_csr<Value, Index> a;
   a.rows = m.rows;
   a.cols = m.cols;
