@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -84,8 +85,15 @@ std::string shown(std::string_view token) {
   return "'" + out + (token.size() > kMax ? "...'" : "'");
 }
 
+/// The token without one leading '+', which from_chars does not take; a sign
+/// after it ("+-5") stays, for from_chars to refuse.
+std::string_view without_plus(std::string_view token) {
+  if (token.size() > 1 && token[0] == '+' && token[1] != '-' && token[1] != '+') token.remove_prefix(1);
+  return token;
+}
+
 std::int64_t parse_integer(std::string_view token, const char* what, const line_reader& in) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  token = without_plus(token);
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (ec == std::errc::result_out_of_range) in.fail(std::string(what) + " " + shown(token) + " is out of range");
@@ -95,7 +103,7 @@ std::int64_t parse_integer(std::string_view token, const char* what, const line_
 }
 
 double parse_real(std::string_view token, const line_reader& in) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  token = without_plus(token);
   double value = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   // Out of range: from_chars leaves value alone; the file's number is not a double.
@@ -155,6 +163,14 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
     if (entries < 0) in.fail("negative entry count");
     if (entries > capacity) in.fail("entry count " + std::to_string(entries) + " exceeds rows x cols");
   }
+  // Rows (columns) without entries cost memory in to_csr (and
+  // read_matrix_market_vector): bounded. A symmetric file's mirrored entries
+  // are not counted, so that to_csr, which counts the entries it gets,
+  // accepts every matrix the reader does.
+  if (std::max(m.rows, m.cols) - entries > kMaxEmptyRows)
+    in.fail(std::to_string(m.rows) + " x " + std::to_string(m.cols) + " with " + std::to_string(entries) +
+            " entries: more than " + std::to_string(kMaxEmptyRows) +
+            " rows or columns would hold none, and converting them would allocate memory for each");
   // Reserve no more than the text could hold (about 4 bytes an entry at
   // least), so a lying count cannot exhaust memory.
   const auto plausible = static_cast<std::size_t>(std::min<std::int64_t>(entries, text.size() / 4 + 1));
@@ -211,19 +227,52 @@ coordinate_matrix read_matrix_market(const std::string& path) {
   return parse_matrix_market(text.str(), path);
 }
 
-template <class Value, class Index>
-host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
+namespace {
+
+/// The first violation of to_csr's preconditions that costs O(1) to find, or "".
+template <class Index>
+std::string layout_problem(const coordinate_matrix& m) {
   const std::int64_t nnz = static_cast<std::int64_t>(m.value.size());
+  if (m.rows < 0 || m.cols < 0)
+    return "has a negative size (" + std::to_string(m.rows) + " x " + std::to_string(m.cols) + ")";
+  if (m.row.size() != m.value.size() || m.col.size() != m.value.size())
+    return "has " + std::to_string(m.row.size()) + " row indices, " + std::to_string(m.col.size()) +
+           " column indices and " + std::to_string(m.value.size()) + " values (one of each per entry)";
   if (m.rows > std::numeric_limits<Index>::max() || m.cols > std::numeric_limits<Index>::max() ||
       nnz > std::numeric_limits<Index>::max())
-    tally::detail::throw_invalid_argument("to_csr", "m", "has more rows, columns or entries than the index type holds");
+    return "has more rows, columns or entries than the index type holds";
+  if (m.rows - nnz > kMaxEmptyRows)
+    return "has " + std::to_string(m.rows) + " rows for " + std::to_string(nnz) + " entries: more than " +
+           std::to_string(kMaxEmptyRows) + " rows would be empty (kMaxEmptyRows)";
+  return "";
+}
+
+}  // namespace
+
+template <class Value, class Index>
+host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
+  if (const std::string problem = layout_problem<Index>(m); !problem.empty())
+    tally::detail::throw_invalid_argument("to_csr", "m", problem);
+  const std::int64_t nnz = static_cast<std::int64_t>(m.value.size());
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    if (m.row[k] < 0 || m.row[k] >= m.rows || m.col[k] < 0 || m.col[k] >= m.cols)
+      tally::detail::throw_invalid_argument("to_csr", "m",
+                                            "has entry " + std::to_string(k) + " at (" + std::to_string(m.row[k]) +
+                                                ", " + std::to_string(m.col[k]) + "), outside its " +
+                                                std::to_string(m.rows) + " x " + std::to_string(m.cols) + " size");
+    if (!detail::value_fits<Value>(m.value[k]))
+      tally::detail::throw_invalid_argument("to_csr", "m",
+                                            "has entry " + std::to_string(k) + " of value " +
+                                                detail::number_text(m.value[k]) + ", which overflows the value type");
+  }
   host_csr<Value, Index> a;
   a.rows = m.rows;
   a.cols = m.cols;
-  std::vector<std::int64_t> count(static_cast<std::size_t>(m.rows) + 1, 0);
-  for (const std::int64_t i : m.row) ++count[static_cast<std::size_t>(i) + 1];
-  std::partial_sum(count.begin(), count.end(), count.begin());
-  a.offsets.assign(count.begin(), count.end());
+  // Row lengths at [i + 1], then their running sum: the offsets, in Index
+  // (every partial sum is at most nnz, which Index holds).
+  a.offsets.assign(static_cast<std::size_t>(m.rows) + 1, Index(0));
+  for (const std::int64_t i : m.row) ++a.offsets[static_cast<std::size_t>(i) + 1];
+  std::partial_sum(a.offsets.begin(), a.offsets.end(), a.offsets.begin());
   // Entry order: by row, then column, file order among equals.
   std::vector<std::int64_t> order(static_cast<std::size_t>(nnz));
   std::iota(order.begin(), order.end(), 0);

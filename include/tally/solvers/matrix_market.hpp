@@ -28,8 +28,16 @@ class matrix_market_error : public error {
   std::int64_t line_;
 };
 
+/// Most rows (or columns) without a stored entry that the reader and to_csr
+/// accept beyond the entries: CSR stores an offset for every row and a dense
+/// vector an element for every row, so without a bound a size line of a few
+/// bytes ("2000000000 2000000000 0") would make them allocate gigabytes.
+/// 2^24 such rows cost at most 128 MiB.
+inline constexpr std::int64_t kMaxEmptyRows = std::int64_t{1} << 24;
+
 /// A matrix as its list of entries, 0-based, in file order; symmetric files
-/// expanded (each off-diagonal entry followed by its mirror image).
+/// expanded (each off-diagonal entry followed by its mirror image). Filled by
+/// hand, nothing holds it to that: to_csr checks it.
 struct coordinate_matrix {
   std::int64_t rows = 0, cols = 0;
   std::vector<std::int64_t> row, col;
@@ -38,15 +46,23 @@ struct coordinate_matrix {
 };
 
 /// Parses Matrix Market text; `name` is the file name errors carry.
-/// Post: every index is in range. Throws matrix_market_error.
+/// Post: row, col and value have one element per entry; every index is in
+/// range; max(rows, cols) <= the entries listed + kMaxEmptyRows. Throws
+/// matrix_market_error.
 coordinate_matrix parse_matrix_market(std::string_view text, const std::string& name);
 
 /// Reads and parses the file at `path` (tally::error if it cannot be opened).
 coordinate_matrix read_matrix_market(const std::string& path);
 
-/// Row i of the result holds row i's entries sorted by column (stable, so
-/// duplicates keep file order; they stay separate entries and add up in
-/// every product). Throws invalid_argument when Index cannot hold the sizes.
+/// `m` as CSR: row i of the result holds row i's entries sorted by column
+/// (stable, so duplicates keep file order; they stay separate entries and add
+/// up in every product), values rounded to Value.
+/// Pre (invalid_argument naming 'm' and the first violation otherwise):
+/// rows, cols >= 0; row, col and value of one length, nnz; every (row, col)
+/// inside the matrix; rows, cols and nnz within Index; rows <= nnz +
+/// kMaxEmptyRows; no finite value that overflows Value. parse_matrix_market's
+/// results meet all of these but the bounds of Index and Value.
+/// Post: a valid CSR matrix (validate_csr) with nnz entries.
 template <class Value, class Index>
 host_csr<Value, Index> to_csr(const coordinate_matrix& m);
 
@@ -57,7 +73,12 @@ template <class Value, class Index>
 void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a);
 
 /// A dense vector from a Matrix Market file: an `array` n×1 (or 1×n) file, or
-/// a `coordinate` one with one column (or row), absent entries zero.
+/// a `coordinate` one with one column (or row), absent entries zero and
+/// entries listed twice added. Post: rows·cols elements.
+/// Throws tally::error naming the path when the file cannot be opened or read,
+/// or holds a matrix with more than one row and more than one column; a
+/// matrix_market_error ("<path>:<line>: ...") when it is not valid Matrix
+/// Market.
 std::vector<double> read_matrix_market_vector(const std::string& path);
 
 }  // namespace tally::solvers
