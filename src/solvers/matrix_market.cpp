@@ -6,11 +6,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <tuple>
+
+#include "tally/core/backend.hpp"
+#include "tally/solvers/validate_csr.hpp"
 
 namespace tally::solvers {
 
@@ -288,19 +293,123 @@ host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
   return a;
 }
 
+namespace {
+
+/// The bits of v, widened, so that values compare as the file must keep them.
+template <class Value>
+std::uint64_t bits_of(Value v) {
+  std::conditional_t<sizeof(Value) == 4, std::uint32_t, std::uint64_t> b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+/// Throws invalid_argument unless `a` (valid CSR) equals its transpose:
+/// the entries (i, j, bits of the value) and (j, i, the same), sorted, are
+/// the same lists (values ignored for a pattern).
 template <class Value, class Index>
-void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a) {
+void check_symmetric(const csr_view<Value, Index>& a, bool values) {
+  if (a.rows != a.cols)
+    tally::detail::throw_invalid_argument(
+        "write_matrix_market", "a",
+        "is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + ": a symmetric file needs a square matrix");
+  using entry = std::tuple<std::int64_t, std::int64_t, std::uint64_t>;
+  std::vector<entry> entries, mirrored;
+  entries.reserve(static_cast<std::size_t>(a.nnz));
+  mirrored.reserve(static_cast<std::size_t>(a.nnz));
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const std::int64_t j = a.columns[k];
+      const std::uint64_t v = values ? bits_of(a.values[k]) : 0;
+      entries.emplace_back(i, j, v);
+      mirrored.emplace_back(j, i, v);
+    }
+  std::sort(entries.begin(), entries.end());
+  std::sort(mirrored.begin(), mirrored.end());
+  const auto [mine, theirs] = std::mismatch(entries.begin(), entries.end(), mirrored.begin());
+  if (mine != entries.end())
+    tally::detail::throw_invalid_argument(
+        "write_matrix_market", "a",
+        "is not symmetric: the entries at (" + std::to_string(std::get<0>(*mine)) + ", " +
+            std::to_string(std::get<1>(*mine)) + ") and (" + std::to_string(std::get<1>(*mine)) + ", " +
+            std::to_string(std::get<0>(*mine)) + ") differ" + (values ? " (values compared bit for bit)" : ""));
+}
+
+/// Throws invalid_argument unless every value of `a` is an integer that a
+/// long long holds (what an integer file's reader reads back exactly).
+template <class Value, class Index>
+void check_integers(const csr_view<Value, Index>& a) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const double v = a.values[k];
+      if (!(std::trunc(v) == v && v < kLimit && v >= -kLimit))
+        tally::detail::throw_invalid_argument("write_matrix_market", "a",
+                                              "has value " + detail::number_text(v) + " at (" + std::to_string(i) +
+                                                  ", " + std::to_string(static_cast<std::int64_t>(a.columns[k])) +
+                                                  "), which an integer file cannot hold");
+    }
+}
+
+const char* field_name(matrix_market_field f) {
+  switch (f) {
+    case matrix_market_field::real:
+      return "real";
+    case matrix_market_field::integer:
+      return "integer";
+    case matrix_market_field::pattern:
+      return "pattern";
+  }
+  return "?";
+}
+
+}  // namespace
+
+template <class Value, class Index>
+void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a,
+                         const matrix_market_write_options& options) {
+  const matrix_market_field field = options.field;
+  if (field != matrix_market_field::real && field != matrix_market_field::integer &&
+      field != matrix_market_field::pattern)
+    tally::detail::throw_invalid_argument("write_matrix_market", "options.field", "is not a matrix_market_field");
+  if (options.symmetry != matrix_market_symmetry::general && options.symmetry != matrix_market_symmetry::symmetric)
+    tally::detail::throw_invalid_argument("write_matrix_market", "options.symmetry", "is not a matrix_market_symmetry");
+  detail::check_csr_layout("write_matrix_market", "a", a);
+  detail::check_csr_entries(tally::cpu, a, "write_matrix_market", "a");
+  const bool symmetric = options.symmetry == matrix_market_symmetry::symmetric;
+  if (field == matrix_market_field::integer) check_integers(a);
+  if (symmetric) check_symmetric(a, field != matrix_market_field::pattern);
+  // A symmetric file lists the lower triangle (j <= i) only.
+  std::int64_t listed = a.nnz;
+  if (symmetric) {
+    listed = 0;
+    for (std::int64_t i = 0; i < a.rows; ++i)
+      for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) listed += a.columns[k] <= i;
+  }
+
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!file) throw error("tally: cannot write Matrix Market file '" + path + "'");
   std::FILE* f = file.get();
-  std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by tally\n");
+  std::fprintf(f, "%%%%MatrixMarket matrix coordinate %s %s\n%% written by tally\n", field_name(field),
+               symmetric ? "symmetric" : "general");
   std::fprintf(f, "%lld %lld %lld\n", static_cast<long long>(a.rows), static_cast<long long>(a.cols),
-               static_cast<long long>(a.nnz));
+               static_cast<long long>(listed));
   const int digits = std::numeric_limits<Value>::max_digits10;
   for (std::int64_t i = 0; i < a.rows; ++i)
-    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k)
-      std::fprintf(f, "%lld %lld %.*g\n", static_cast<long long>(i + 1), static_cast<long long>(a.columns[k]) + 1,
-                   digits, static_cast<double>(a.values[k]));
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const auto row = static_cast<long long>(i + 1), col = static_cast<long long>(a.columns[k]) + 1;
+      if (symmetric && col > row) continue;
+      switch (field) {
+        case matrix_market_field::real:
+          std::fprintf(f, "%lld %lld %.*g\n", row, col, digits, static_cast<double>(a.values[k]));
+          break;
+        case matrix_market_field::integer:
+          std::fprintf(f, "%lld %lld %lld\n", row, col, static_cast<long long>(a.values[k]));
+          break;
+        case matrix_market_field::pattern:
+          std::fprintf(f, "%lld %lld\n", row, col);
+          break;
+      }
+    }
   if (std::fflush(f) != 0 || std::ferror(f)) throw error("tally: error writing Matrix Market file '" + path + "'");
 }
 
@@ -314,9 +423,10 @@ std::vector<double> read_matrix_market_vector(const std::string& path) {
   return v;
 }
 
-#define TALLY_MATRIX_MARKET_TYPES(V, I)                                                 \
-  template host_csr<V, I> to_csr<V, I>(const coordinate_matrix&);                        \
-  template void write_matrix_market<V, I>(const std::string&, const csr_view<V, I>&);
+#define TALLY_MATRIX_MARKET_TYPES(V, I)                                              \
+  template host_csr<V, I> to_csr<V, I>(const coordinate_matrix&);                    \
+  template void write_matrix_market<V, I>(const std::string&, const csr_view<V, I>&, \
+                                          const matrix_market_write_options&);
 TALLY_MATRIX_MARKET_TYPES(float, std::int32_t)
 TALLY_MATRIX_MARKET_TYPES(float, std::int64_t)
 TALLY_MATRIX_MARKET_TYPES(double, std::int32_t)

@@ -1,6 +1,7 @@
 // Matrix Market files (https://math.nist.gov/MatrixMarket/formats.html):
 // reading `coordinate` (real, integer, pattern; general or symmetric) and
-// `array` (real, integer; general) matrices, writing coordinate real general.
+// `array` (real, integer; general) matrices, writing `coordinate` ones
+// (real, integer, pattern; general or symmetric).
 //
 // A malformed file -- bad banner, wrong counts, an index out of range, a
 // non-number, a truncated file -- is a matrix_market_error naming the file and
@@ -66,11 +67,37 @@ coordinate_matrix read_matrix_market(const std::string& path);
 template <class Value, class Index>
 host_csr<Value, Index> to_csr(const coordinate_matrix& m);
 
-/// Writes `a` (host memory) as `coordinate real general`, 1-based, values
-/// with enough digits to read back the same bits. Throws tally::error when
-/// the file cannot be written.
+/// The `field` of a written file: what each entry line holds after i and j.
+enum class matrix_market_field {
+  real,     ///< the value, with enough digits to read back the same bits
+  integer,  ///< the value as an integer: every value must be one (|v| < 2^63)
+  pattern,  ///< nothing: the structure only (a reader sees 1 for each entry)
+};
+
+/// The `symmetry` of a written file.
+enum class matrix_market_symmetry {
+  general,    ///< every entry
+  symmetric,  ///< the entries on and below the diagonal, of a symmetric matrix
+};
+
+struct matrix_market_write_options {
+  matrix_market_field field = matrix_market_field::real;
+  matrix_market_symmetry symmetry = matrix_market_symmetry::general;
+};
+
+/// Writes `a` (host memory) as a `coordinate` file of the options' field and
+/// symmetry, 1-based, entries in row order and, within a row, stored order.
+/// Pre (invalid_argument naming 'a', before the file is opened): a is a valid
+/// CSR matrix (validate_csr); for `integer`, every value is an integer
+/// below 2^63 in magnitude; for `symmetric`, a is square and equals its
+/// transpose: the entries at (i, j) and (j, i) have the same values, bit for
+/// bit (for `pattern`, the same structure), duplicates matched as multisets.
+/// Post: reading the file back and to_csr give a's structure (symmetric:
+/// row by row sorted by column, as to_csr sorts) and, for `real`, a's value
+/// bits. Throws tally::error when the file cannot be written.
 template <class Value, class Index>
-void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a);
+void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a,
+                         const matrix_market_write_options& options = {});
 
 /// A dense vector from a Matrix Market file: an `array` n×1 (or 1×n) file, or
 /// a `coordinate` one with one column (or row), absent entries zero and
