@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "test_cg_support.hpp"
@@ -184,6 +185,48 @@ TYPED_TEST(Cg, IndefiniteMatrixIsABreakdown) {
   const auto jac = solve_on<TypeParam>(a, b, std::vector<double>(4, 0.0), o);
   EXPECT_EQ(jac.result.status, sv::cg_status::bad_diagonal);
   EXPECT_EQ(jac.result.iterations, 0);
+}
+
+// The empty system (n = 0, so b = 0) is solved at once, and both backends
+// write history[0] = 0 (the relative residual of b = 0) and nothing after it.
+TYPED_TEST(Cg, EmptySystemConvergesAndWritesHistoryZero) {
+  const sv::host_csr<double, std::int32_t> a;  // 0 x 0
+  for (const bool pipelined : {false, true}) {
+    sv::cg_options o;
+    o.max_iterations = 3;
+    o.pipelined = pipelined;
+    const auto out = solve_on<TypeParam>(a, std::vector<double>{}, std::vector<double>{}, o);
+    EXPECT_EQ(out.result.status, sv::cg_status::converged) << pipelined;
+    EXPECT_EQ(out.result.iterations, 0);
+    EXPECT_EQ(out.result.relative_residual, 0.0);
+    EXPECT_EQ(out.result.rhs_norm, 0.0);
+    ASSERT_EQ(out.history.size(), 4u);
+    EXPECT_EQ(out.history[0], 0.0) << pipelined;
+    for (std::size_t k = 1; k < out.history.size(); ++k) EXPECT_TRUE(std::isnan(out.history[k])) << k;
+  }
+}
+
+// f32 sums r·r in float: ‖b‖ ≳ 1.8e19 overflows it. The status stays
+// non_finite (the arithmetic is the backends' shared bits), but the note
+// says b was finite and the sums overflowed; just inside the range the
+// solve converges, and a real NaN in b gets no such note.
+TYPED_TEST(Cg, FloatSumsOverflowAboveTheirRangeAndSaySo) {
+  const auto a = sv::poisson3d_7pt<float, std::int32_t>(4);  // 64 rows: ‖b‖ = 8·b_i
+  const std::vector<float> x0(a.rows, 0.0f);
+  const auto over = solve_on<TypeParam>(a, std::vector<float>(a.rows, 1e19f), x0, {}).result;
+  EXPECT_EQ(over.status, sv::cg_status::non_finite);
+  EXPECT_EQ(over.iterations, 0);
+  EXPECT_NEAR(over.rhs_norm, 8.0 * double(1e19f), 1e-12 * 8e19);
+  EXPECT_NE(over.note.find("b and x0 are finite"), std::string::npos) << over.note;
+  EXPECT_NE(over.note.find("float overflowed"), std::string::npos) << over.note;
+  const auto inside = solve_on<TypeParam>(a, std::vector<float>(a.rows, 1e18f), x0, {}).result;
+  EXPECT_EQ(inside.status, sv::cg_status::converged) << sv::describe(inside.status) << " " << inside.note;
+  EXPECT_TRUE(inside.note.empty()) << inside.note;
+  std::vector<float> nan_b(a.rows, 1.0f);
+  nan_b[5] = std::numeric_limits<float>::quiet_NaN();
+  const auto nan = solve_on<TypeParam>(a, nan_b, x0, {}).result;
+  EXPECT_EQ(nan.status, sv::cg_status::non_finite);
+  EXPECT_EQ(nan.note.find("overflowed"), std::string::npos) << nan.note;
 }
 
 // NaN or infinity in b or x0 is reported, not iterated on.
@@ -370,6 +413,48 @@ TYPED_TEST(Cg, InvalidArgumentsAreRejected) {
   o.graph_unroll = 2;
   o.max_iterations = 2 * sv::kMaxReplayedBodies + 1;
   expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "graph_unroll"});
+  // Pipelined, a limit whose 2·max_iterations + 1 bodies would wrap around.
+  o.pipelined = true;
+  o.max_iterations = std::numeric_limits<std::int64_t>::max();
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "replayed"});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const double bad : {nan, inf}) {
+    o = {};
+    o.rtol = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.rtol", "must be finite and >= 0"});
+  }
+  for (const double bad : {-1e-3, nan, inf}) {
+    o = {};
+    o.atol = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.atol", "must be finite and >= 0"});
+  }
+  o = {};
+  o.true_residual_interval = -1;
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.true_residual_interval", ">= 0"});
+  for (const int bad : {0, 65, -3}) {
+    o = {};
+    o.graph_unroll = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.graph_unroll", "1..64"});
+  }
+  o = {};
+  o.grid_blocks = -1;
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.grid_blocks", ">= 0"});
+  // Enumerations from out-of-range integers.
+  o = {};
+  o.mode = static_cast<sv::cg_mode>(9);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.mode"});
+  o = {};
+  o.preconditioner = static_cast<sv::cg_preconditioner>(5);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.preconditioner"});
+  o = {};
+  o.check_matrix = static_cast<sv::cg_matrix_check>(7);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.check_matrix"});
+  // x must be an array of its own: not b, not overlapping it.
+  o = {};
+  expect_invalid([&] { call(o, x.data(), x.data()); }, {"cg", "'x'", "overlap b"});
+  auto both = this->template make<float>(a.rows + 1);
+  expect_invalid([&] { call(o, both.data(), both.data() + 1); }, {"cg", "'x'", "overlap b"});
+  expect_invalid([&] { call(o, both.data() + 1, both.data()); }, {"cg", "'x'", "overlap b"});
   sv::host_csr<float, std::int32_t> rect;
   rect.rows = 2;
   rect.cols = 3;
