@@ -2,9 +2,11 @@
 // computed independently in long double, the stopping rules, breakdowns and
 // the edge cases of issue 8's item 9. Bitwise agreement between backends and
 // runs: test_cg_bits.cu.
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "test_cg_support.hpp"
@@ -186,6 +188,72 @@ TYPED_TEST(Cg, IndefiniteMatrixIsABreakdown) {
   EXPECT_EQ(jac.result.iterations, 0);
 }
 
+// Jacobi with a zero diagonal entry, stored or absent, is reported before
+// any iteration, x0 untouched (1/0 would make z infinite or NaN).
+TYPED_TEST(Cg, ZeroDiagonalUnderJacobiIsReported) {
+  // diag(2, d, 3) with d stored as 0 or not stored, and a coupling between rows 0 and 2.
+  for (const bool stored : {true, false}) {
+    sv::coordinate_matrix m;
+    m.rows = m.cols = 3;
+    std::vector<std::array<double, 3>> entries{{0, 0, 2}, {2, 2, 3}, {0, 2, -1}, {2, 0, -1}};
+    if (stored) entries.push_back({1, 1, 0});
+    for (const auto& e : entries) {
+      m.row.push_back(static_cast<std::int64_t>(e[0]));
+      m.col.push_back(static_cast<std::int64_t>(e[1]));
+      m.value.push_back(e[2]);
+    }
+    const auto a = sv::to_csr<double, std::int32_t>(m);
+    const std::vector<double> x0{0.25, 0.5, 0.75};
+    const auto out = solve_on<TypeParam>(a, std::vector<double>{1.0, 0.0, 1.0}, x0, {});
+    EXPECT_EQ(out.result.status, sv::cg_status::bad_diagonal) << (stored ? "stored 0" : "absent");
+    EXPECT_EQ(out.result.iterations, 0);
+    EXPECT_TRUE(same_bits(out.x, x0)) << "x0 left as it was";
+    EXPECT_NE(std::string(sv::describe(out.result.status)).find("diagonal"), std::string::npos);
+  }
+}
+
+// The empty system (n = 0, so b = 0) is solved at once, and both backends
+// write history[0] = 0 (the relative residual of b = 0) and nothing after it.
+TYPED_TEST(Cg, EmptySystemConvergesAndWritesHistoryZero) {
+  const sv::host_csr<double, std::int32_t> a;  // 0 x 0
+  for (const bool pipelined : {false, true}) {
+    sv::cg_options o;
+    o.max_iterations = 3;
+    o.pipelined = pipelined;
+    const auto out = solve_on<TypeParam>(a, std::vector<double>{}, std::vector<double>{}, o);
+    EXPECT_EQ(out.result.status, sv::cg_status::converged) << pipelined;
+    EXPECT_EQ(out.result.iterations, 0);
+    EXPECT_EQ(out.result.relative_residual, 0.0);
+    EXPECT_EQ(out.result.rhs_norm, 0.0);
+    ASSERT_EQ(out.history.size(), 4u);
+    EXPECT_EQ(out.history[0], 0.0) << pipelined;
+    for (std::size_t k = 1; k < out.history.size(); ++k) EXPECT_TRUE(std::isnan(out.history[k])) << k;
+  }
+}
+
+// f32 sums r·r in float: ‖b‖ ≳ 1.8e19 overflows it. The status stays
+// non_finite (the arithmetic is the backends' shared bits), but the note
+// says b was finite and the sums overflowed; just inside the range the
+// solve converges, and a real NaN in b gets no such note.
+TYPED_TEST(Cg, FloatSumsOverflowAboveTheirRangeAndSaySo) {
+  const auto a = sv::poisson3d_7pt<float, std::int32_t>(4);  // 64 rows: ‖b‖ = 8·b_i
+  const std::vector<float> x0(a.rows, 0.0f);
+  const auto over = solve_on<TypeParam>(a, std::vector<float>(a.rows, 1e19f), x0, {}).result;
+  EXPECT_EQ(over.status, sv::cg_status::non_finite);
+  EXPECT_EQ(over.iterations, 0);
+  EXPECT_NEAR(over.rhs_norm, 8.0 * double(1e19f), 1e-12 * 8e19);
+  EXPECT_NE(over.note.find("b and x0 are finite"), std::string::npos) << over.note;
+  EXPECT_NE(over.note.find("float overflowed"), std::string::npos) << over.note;
+  const auto inside = solve_on<TypeParam>(a, std::vector<float>(a.rows, 1e18f), x0, {}).result;
+  EXPECT_EQ(inside.status, sv::cg_status::converged) << sv::describe(inside.status) << " " << inside.note;
+  EXPECT_TRUE(inside.note.empty()) << inside.note;
+  std::vector<float> nan_b(a.rows, 1.0f);
+  nan_b[5] = std::numeric_limits<float>::quiet_NaN();
+  const auto nan = solve_on<TypeParam>(a, nan_b, x0, {}).result;
+  EXPECT_EQ(nan.status, sv::cg_status::non_finite);
+  EXPECT_EQ(nan.note.find("overflowed"), std::string::npos) << nan.note;
+}
+
 // NaN or infinity in b or x0 is reported, not iterated on.
 TYPED_TEST(Cg, NonFiniteInputIsReported) {
   const auto a = sv::poisson3d_7pt<float, std::int32_t>(4);
@@ -223,21 +291,49 @@ TYPED_TEST(Cg, TinySystems) {
   }
 }
 
-// The matrix-free stencil gives the CSR matrix's bits (same order of terms).
+// The matrix-free stencil gives the CSR matrix's bits (same order of terms),
+// in f32 and f64.
 TYPED_TEST(Cg, MatrixFreeEqualsCsrBitForBit) {
   SCOPED_TRACE(this->rng.trace());
-  for (int points : {7, 27}) {
-    const std::int64_t g = 7;
-    const auto a = points == 27 ? sv::poisson3d_27pt<float, std::int32_t>(g) : sv::poisson3d_7pt<float, std::int32_t>(g);
-    const auto b = random_rhs(a, this->rng);
-    const std::vector<float> x0(b.size(), 0.0f);
-    const auto csr = solve_on<TypeParam>(a, b, x0, {});
-    const auto free = solve_on<TypeParam>(a, b, x0, {}, points, g);
-    ASSERT_EQ(csr.result.status, sv::cg_status::converged);
-    EXPECT_EQ(csr.result.iterations, free.result.iterations) << points;
-    EXPECT_TRUE(same_bits(csr.x, free.x)) << points;
-    EXPECT_TRUE(same_bits(csr.history, free.history)) << points;
-  }
+  auto check = [&](auto zero, double rtol) {
+    using T = decltype(zero);
+    for (int points : {7, 27}) {
+      const std::int64_t g = 7;
+      const auto a = points == 27 ? sv::poisson3d_27pt<T, std::int32_t>(g) : sv::poisson3d_7pt<T, std::int32_t>(g);
+      const auto b = random_rhs(a, this->rng);
+      const std::vector<T> x0(b.size(), T(0));
+      sv::cg_options o;
+      o.rtol = rtol;
+      const auto csr = solve_on<TypeParam>(a, b, x0, o);
+      const auto free = solve_on<TypeParam>(a, b, x0, o, points, g);
+      const std::string what = std::to_string(points) + (sizeof(T) == 4 ? " points f32" : " points f64");
+      ASSERT_EQ(csr.result.status, sv::cg_status::converged) << what;
+      EXPECT_EQ(csr.result.iterations, free.result.iterations) << what;
+      EXPECT_TRUE(same_bits(csr.x, free.x)) << what;
+      EXPECT_TRUE(same_bits(csr.history, free.history)) << what;
+    }
+  };
+  check(float{}, 1e-6);
+  check(double{}, 1e-12);
+}
+
+// 64-bit indices give the 32-bit solve's bits: the index type only locates
+// the entries.
+TYPED_TEST(Cg, SixtyFourBitIndicesGiveTheSameBits) {
+  SCOPED_TRACE(this->rng.trace());
+  const auto a32 = sv::poisson3d_27pt<float, std::int32_t>(9);
+  const auto a64 = sv::convert_csr<float, std::int64_t>(a32);
+  const auto b = random_rhs(a32, this->rng);
+  const std::vector<float> x0(b.size(), 0.5f);
+  sv::cg_options o;
+  o.true_residual_interval = 6;
+  const auto narrow = solve_on<TypeParam>(a32, b, x0, o), wide = solve_on<TypeParam>(a64, b, x0, o);
+  ASSERT_EQ(wide.result.status, sv::cg_status::converged) << sv::describe(wide.result.status);
+  EXPECT_LE(reference_relative_residual(a64, b, wide.x), 1.01e-6);
+  EXPECT_EQ(wide.result.iterations, narrow.result.iterations);
+  EXPECT_TRUE(same_bits(wide.x, narrow.x));
+  EXPECT_TRUE(same_bits(wide.history, narrow.history));
+  EXPECT_EQ(wide.result.relative_residual, narrow.result.relative_residual);
 }
 
 // Recomputing the true residual periodically still converges, and changes
@@ -370,6 +466,48 @@ TYPED_TEST(Cg, InvalidArgumentsAreRejected) {
   o.graph_unroll = 2;
   o.max_iterations = 2 * sv::kMaxReplayedBodies + 1;
   expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "graph_unroll"});
+  // Pipelined, a limit whose 2·max_iterations + 1 bodies would wrap around.
+  o.pipelined = true;
+  o.max_iterations = std::numeric_limits<std::int64_t>::max();
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "max_iterations", "replayed"});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const double bad : {nan, inf}) {
+    o = {};
+    o.rtol = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.rtol", "must be finite and >= 0"});
+  }
+  for (const double bad : {-1e-3, nan, inf}) {
+    o = {};
+    o.atol = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.atol", "must be finite and >= 0"});
+  }
+  o = {};
+  o.true_residual_interval = -1;
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.true_residual_interval", ">= 0"});
+  for (const int bad : {0, 65, -3}) {
+    o = {};
+    o.graph_unroll = bad;
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.graph_unroll", "1..64"});
+  }
+  o = {};
+  o.grid_blocks = -1;
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.grid_blocks", ">= 0"});
+  // Enumerations from out-of-range integers.
+  o = {};
+  o.mode = static_cast<sv::cg_mode>(9);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.mode"});
+  o = {};
+  o.preconditioner = static_cast<sv::cg_preconditioner>(5);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.preconditioner"});
+  o = {};
+  o.check_matrix = static_cast<sv::cg_matrix_check>(7);
+  expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.check_matrix"});
+  // x must be an array of its own: not b, not overlapping it.
+  o = {};
+  expect_invalid([&] { call(o, x.data(), x.data()); }, {"cg", "'x'", "overlap b"});
+  auto both = this->template make<float>(a.rows + 1);
+  expect_invalid([&] { call(o, both.data(), both.data() + 1); }, {"cg", "'x'", "overlap b"});
+  expect_invalid([&] { call(o, both.data() + 1, both.data()); }, {"cg", "'x'", "overlap b"});
   sv::host_csr<float, std::int32_t> rect;
   rect.rows = 2;
   rect.cols = 3;

@@ -296,8 +296,8 @@ TYPED_TEST(CgGraphGpu, PersistentFallsBackWhenTheGridCannotBeResident) {
 }
 
 // The whole solve captured into the caller's graph and replayed, in each of
-// the modes given: each replay gives the direct solve's bits (x reset before
-// each).
+// the modes given, standard and pipelined CG: each replay gives the direct
+// solve's bits (x reset before each).
 void expect_capture_replays_in(random_source& rng, std::initializer_list<sv::cg_mode> modes) {
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(10);
   const auto b = random_rhs(a, rng);
@@ -311,37 +311,43 @@ void expect_capture_replays_in(random_source& rng, std::initializer_list<sv::cg_
   TALLY_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   workspace ws;
   const auto gpu = tally::gpu.on(stream).with(ws);
-  for (const auto mode : modes) {
-    sv::cg_options o;
-    o.mode = mode;
-    if (mode == sv::cg_mode::replayed) o.max_iterations = 40;  // converges in fewer
-    dx.write(std::vector<float>(n, 0.0f));
-    const auto direct = sv::cg(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o);  // also sizes ws
-    ASSERT_EQ(direct.status, sv::cg_status::converged);
-    const auto want = dx.read();
+  for (const bool pipelined : {false, true})
+    for (const auto mode : modes) {
+      const std::string what = std::string(pipelined ? "pipelined " : "") + sv::mode_name(mode);
+      sv::cg_options o;
+      o.mode = mode;
+      o.pipelined = pipelined;
+      // Converges in fewer: at most 19 iterations (pipelined 22) for 200 random
+      // right-hand sides on the CPU backend, whose bits are the GPU's.
+      if (mode == sv::cg_mode::replayed) o.max_iterations = 40;
+      dx.write(std::vector<float>(n, 0.0f));
+      const auto direct = sv::cg(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o);  // also sizes ws
+      ASSERT_EQ(direct.status, sv::cg_status::converged) << what;
+      const auto want = dx.read();
 
-    cudaGraph_t graph;
-    TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-    TALLY_CUDA(cudaMemcpyAsync(dx.data(), dx0.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
-    const auto enqueued = sv::cg_async(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o, result.data());
-    TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
-    EXPECT_EQ(enqueued, mode);
-    cudaGraphExec_t exec;
-    TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
-    for (int replay = 0; replay < 2; ++replay) {
-      dx.poison();
-      result.poison();
-      TALLY_CUDA(cudaGraphLaunch(exec, stream));
-      TALLY_CUDA(cudaStreamSynchronize(stream));
-      EXPECT_TRUE(same_bits(dx.read(), want)) << sv::mode_name(mode) << " replay " << replay;
-      const auto r = result.read()[0];
-      EXPECT_EQ(r.iterations, direct.iterations);
-      EXPECT_EQ(r.status, static_cast<int>(sv::cg_status::converged));
-      EXPECT_EQ(r.relative_residual, direct.relative_residual);
+      cudaGraph_t graph;
+      TALLY_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+      TALLY_CUDA(cudaMemcpyAsync(dx.data(), dx0.data(), n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+      const auto enqueued =
+          sv::cg_async(gpu, A.view(), static_cast<const float*>(db.data()), dx.data(), o, result.data());
+      TALLY_CUDA(cudaStreamEndCapture(stream, &graph));
+      EXPECT_EQ(enqueued, mode) << what;
+      cudaGraphExec_t exec;
+      TALLY_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+      for (int replay = 0; replay < 2; ++replay) {
+        dx.poison();
+        result.poison();
+        TALLY_CUDA(cudaGraphLaunch(exec, stream));
+        TALLY_CUDA(cudaStreamSynchronize(stream));
+        EXPECT_TRUE(same_bits(dx.read(), want)) << what << " replay " << replay;
+        const auto r = result.read()[0];
+        EXPECT_EQ(r.iterations, direct.iterations) << what;
+        EXPECT_EQ(r.status, static_cast<int>(sv::cg_status::converged)) << what;
+        EXPECT_EQ(r.relative_residual, direct.relative_residual) << what;
+      }
+      TALLY_CUDA(cudaGraphExecDestroy(exec));
+      TALLY_CUDA(cudaGraphDestroy(graph));
     }
-    TALLY_CUDA(cudaGraphExecDestroy(exec));
-    TALLY_CUDA(cudaGraphDestroy(graph));
-  }
   TALLY_CUDA(cudaStreamDestroy(stream));
 }
 

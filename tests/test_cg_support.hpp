@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -27,12 +26,16 @@
 namespace tally::testing {
 using csr_f32 = tally::solvers::csr_view<float, std::int32_t>;
 using csr_f64 = tally::solvers::csr_view<double, std::int32_t>;
+using csr_f32_i64 = tally::solvers::csr_view<float, std::int64_t>;
 using stencil_f32 = tally::solvers::stencil_operator<float>;
+using stencil_f64 = tally::solvers::stencil_operator<double>;
 }  // namespace tally::testing
-#define TALLY_TEST_CG_ALL_GPU_INSTANCES(PREFIX)                              \
-  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f32, float)      \
-  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f64, double)     \
-  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::stencil_f32, float)
+#define TALLY_TEST_CG_ALL_GPU_INSTANCES(PREFIX)                           \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f32, float)     \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f64, double)    \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::csr_f32_i64, float) \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::stencil_f32, float) \
+  TALLY_TEST_CG_GPU_INSTANCES(PREFIX, tally::testing::stencil_f64, double)
 TALLY_TEST_CG_ALL_GPU_INSTANCES(extern)
 
 namespace tally::testing {
@@ -83,7 +86,9 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 
 /// Runs cg on Side's memory. `matrix_free` > 0 solves with the stencil
 /// operator of that many points (A must then be the matching Poisson
-/// matrix of grid g; float only). History is requested and poisoned with NaN first.
+/// matrix of grid g). History is requested and poisoned with NaN first.
+/// The GPU instances are those of TALLY_TEST_CG_ALL_GPU_INSTANCES: CSR f32
+/// and f64 with 32-bit indices, f32 with 64-bit ones, stencils f32 and f64.
 template <class Side, class T, class I>
 solve_output<T> solve_on(const sv::host_csr<T, I>& a, const std::vector<T>& b, const std::vector<T>& x0,
                          sv::cg_options options, int matrix_free = 0, std::int64_t g = 0,
@@ -102,11 +107,7 @@ solve_output<T> solve_on(const sv::host_csr<T, I>& a, const std::vector<T>& b, c
   const T* bp = n > 0 ? db.data() : nullptr;
   T* xp = n > 0 ? dx.data() : nullptr;
   auto run = [&](const auto& backend) {
-    // Matrix-free solves in float only: each operator type instantiates every
-    // GPU kernel again, and the suite's build time is bounded.
-    if constexpr (std::is_same_v<T, float>)
-      if (matrix_free) return sv::cg(backend, sv::stencil_operator<T>::make(g, matrix_free), bp, xp, options);
-    EXPECT_EQ(matrix_free, 0) << "matrix-free tests are float only";
+    if (matrix_free) return sv::cg(backend, sv::stencil_operator<T>::make(g, matrix_free), bp, xp, options);
     if constexpr (Side::on_gpu) {
       const sv::device_csr<T, I> device(a);
       return sv::cg(backend, device.view(), bp, xp, options);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -171,6 +172,21 @@ TEST(MatrixMarket, MalformedFilesNameFileAndLine) {
        "above the diagonal"},
       {"huge index", "%%MatrixMarket matrix coordinate real general\n3 3 1\n99999999999999999999 1 1\n", 3,
        "out of range"},
+      // '+' then '-': not a number (from_chars would read the '-' once the '+' is dropped).
+      {"plus-minus index", "%%MatrixMarket matrix coordinate real general\n3 3 1\n+-1 1 1\n", 3,
+       "row index '+-1' is not an integer"},
+      {"plus-minus value", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 +-2.5\n", 3,
+       "value '+-2.5' is not a number"},
+      {"plus-minus integer value", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 1 +-5\n", 3,
+       "value '+-5' is not an integer"},
+      {"plus-minus size", "%%MatrixMarket matrix coordinate real general\n+-3 3 1\n", 2, "not an integer"},
+      {"double plus", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 ++2\n", 3, "not a number"},
+      {"lone plus", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 + 2\n", 3,
+       "column index '+' is not an integer"},
+      // Sizes that would make to_csr or the vector reader allocate for rows no entry fills.
+      {"huge empty matrix", "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 0\n", 2,
+       "would hold none"},
+      {"huge empty array", "%%MatrixMarket matrix array real general\n0 2000000000\n", 2, "would hold none"},
   };
   for (const auto& c : cases) {
     try {
@@ -183,6 +199,78 @@ TEST(MatrixMarket, MalformedFilesNameFileAndLine) {
       EXPECT_NE(what.find(c.words), std::string::npos) << c.what << ": " << what;
     }
   }
+}
+
+// The bound on rows without entries (kMaxEmptyRows), at its edge: a file may
+// leave that many more rows than it lists entries, not one more (symmetric
+// files too: their mirrored entries do not count).
+TEST(MatrixMarket, EmptyRowsAreBoundedAtTheLimit) {
+  const std::int64_t most = sv::kMaxEmptyRows;
+  for (const char* symmetry : {"general", "symmetric"}) {
+    const auto text = [&](std::int64_t rows) {
+      return "%%MatrixMarket matrix coordinate real " + std::string(symmetry) + "\n" + std::to_string(rows) + " " +
+             std::to_string(rows) + " 1\n2 1 1\n";
+    };
+    EXPECT_EQ(sv::parse_matrix_market(text(most + 1), "edge").rows, most + 1) << symmetry;
+    try {
+      sv::parse_matrix_market(text(most + 2), "over");
+      ADD_FAILURE() << symmetry << ": no error";
+    } catch (const sv::matrix_market_error& e) {
+      EXPECT_EQ(e.line(), 2) << e.what();
+      EXPECT_NE(std::string(e.what()).find("would hold none"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// to_csr checks a coordinate_matrix built by hand: lengths, indices, sizes
+// for the index type and for memory, values for the value type.
+TEST(MatrixMarket, ToCsrChecksAHandBuiltMatrix) {
+  auto expect_refused = [](const sv::coordinate_matrix& m, const std::string& words, bool to_float = false) {
+    try {
+      if (to_float)
+        sv::to_csr<float, std::int32_t>(m);
+      else
+        sv::to_csr<double, std::int32_t>(m);
+      ADD_FAILURE() << "no exception for " << words;
+    } catch (const tally::invalid_argument& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.rfind("tally::to_csr: argument 'm' ", 0), 0u) << what;
+      EXPECT_NE(what.find(words), std::string::npos) << what;
+    }
+  };
+  sv::coordinate_matrix good;
+  good.rows = good.cols = 3;
+  good.row = {0, 2, 1};
+  good.col = {1, 2, 0};
+  good.value = {1.0, 2.0, 3.0};
+  const auto a = sv::to_csr<double, std::int32_t>(good);
+  EXPECT_EQ(a.offsets, (std::vector<std::int32_t>{0, 1, 2, 3}));
+  EXPECT_EQ(a.columns, (std::vector<std::int32_t>{1, 0, 2}));
+
+  auto m = good;
+  m.col.pop_back();
+  expect_refused(m, "has 3 row indices, 2 column indices and 3 values");
+  m = good;
+  m.row[1] = 3;
+  expect_refused(m, "has entry 1 at (3, 2), outside its 3 x 3 size");
+  m = good;
+  m.col[2] = -1;
+  expect_refused(m, "has entry 2 at (1, -1), outside");
+  m = good;
+  m.cols = -3;
+  expect_refused(m, "negative size");
+  m = good;
+  m.rows = std::int64_t{3} << 30;
+  expect_refused(m, "more rows, columns or entries than the index type holds");
+  m = good;
+  m.rows = sv::kMaxEmptyRows + 4;  // 3 entries: one row more than the bound leaves empty
+  expect_refused(m, "rows would be empty");
+  m.rows = sv::kMaxEmptyRows + 3;
+  EXPECT_EQ((sv::to_csr<float, std::int32_t>(m).offsets.size()), static_cast<std::size_t>(sv::kMaxEmptyRows + 4));
+  m = good;
+  m.value[1] = -1e300;
+  expect_refused(m, "has entry 1 of value -1.0000000000000001e+300, which overflows the value type", true);
+  EXPECT_EQ((sv::to_csr<double, std::int32_t>(m).values[2]), -1e300);  // fits a double
 }
 
 TEST(MatrixMarket, ErrorFromAFileNamesThePath) {

@@ -1,14 +1,19 @@
-// Sparse matrices: the Poisson generators' sizes, symmetry and values, and
-// the matrix-free stencil against the CSR matrix, row by row, bit for bit.
+// Sparse matrices: the Poisson generators' sizes, symmetry and values, the
+// matrix-free stencil against the CSR matrix, row by row, bit for bit, the
+// operator concept, and the owning container's conversions and views.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "random.hpp"
+#include "tally/solvers/operator.hpp"
 #include "tally/solvers/poisson.hpp"
 #include "tally/solvers/stencil.hpp"
 
@@ -16,6 +21,34 @@ namespace tally::testing {
 namespace {
 
 namespace sv = tally::solvers;
+
+// The library's operators model the concept; types that miss a member or
+// return the wrong type do not (cg() static_asserts it).
+static_assert(sv::linear_operator<sv::csr_view<float, std::int32_t>>);
+static_assert(sv::linear_operator<sv::csr_view<double, std::int64_t>>);
+static_assert(sv::linear_operator<sv::stencil_operator<float>>);
+static_assert(sv::linear_operator<sv::stencil_operator<double>>);
+static_assert(!sv::linear_operator<sv::host_csr<float, std::int32_t>>);  // owning: pass its view()
+static_assert(!sv::linear_operator<int>);
+struct no_diagonal {
+  using value_type = float;
+  std::int64_t rows = 0, cols = 0;
+  template <class Acc, class Vector>
+  Acc row_product(std::int64_t, const Vector&) const {
+    return Acc(0);
+  }
+};
+static_assert(!sv::linear_operator<no_diagonal>);
+struct int_values {
+  using value_type = int;
+  std::int64_t rows = 0, cols = 0;
+  template <class Acc, class Vector>
+  Acc row_product(std::int64_t, const Vector&) const {
+    return Acc(0);
+  }
+  int diagonal(std::int64_t) const { return 0; }
+};
+static_assert(!sv::linear_operator<int_values>);
 
 template <class V, class I>
 void expect_symmetric_with_sorted_rows(const sv::host_csr<V, I>& a) {
@@ -95,6 +128,65 @@ TEST(Csr, RowProductSumsInStoredOrder) {
   EXPECT_EQ(a.view().row_product(0, at), 0.0f);  // (1e8 + 1) − 1e8 in float
   a.columns = {0, 2, 1};
   EXPECT_EQ(a.view().row_product(0, at), 1.0f);  // (1e8 − 1e8) + 1
+}
+
+/// Expects call() to throw tally::invalid_argument whose message holds `words`.
+template <class Call>
+void expect_invalid_with(const Call& call, const std::string& words) {
+  try {
+    call();
+    ADD_FAILURE() << "no exception; expected one mentioning " << words;
+  } catch (const tally::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
+}
+
+// Widening and rounding convert; narrowing that would change an index or
+// turn a finite value into infinity is refused, naming it.
+TEST(Csr, ConvertRefusesNarrowingThatLosesValues) {
+  const auto a = sv::poisson3d_7pt<double, std::int32_t>(3);
+  const auto wide = sv::convert_csr<double, std::int64_t>(a);
+  EXPECT_EQ(wide.rows, a.rows);
+  EXPECT_EQ(wide.cols, a.cols);
+  EXPECT_EQ(wide.offsets, std::vector<std::int64_t>(a.offsets.begin(), a.offsets.end()));
+  EXPECT_EQ(wide.columns, std::vector<std::int64_t>(a.columns.begin(), a.columns.end()));
+  EXPECT_EQ(wide.values, a.values);
+
+  sv::host_csr<double, std::int64_t> big;
+  big.rows = 1;
+  big.cols = std::int64_t{1} << 32;
+  big.offsets = {0, 1};
+  big.columns = {std::int64_t{1} << 31};
+  big.values = {1.0};
+  expect_invalid_with([&] { sv::convert_csr<double, std::int32_t>(big); }, "column index 2147483648");
+  big.columns = {5};
+  big.offsets = {0, -(std::int64_t{1} << 40)};
+  expect_invalid_with([&] { sv::convert_csr<double, std::int32_t>(big); }, "offset -1099511627776");
+  big.offsets = {0, 1};
+  big.values = {1e300};
+  expect_invalid_with([&] { sv::convert_csr<float, std::int64_t>(big); }, "value 1.0000000000000001e+300");
+  // Rounding is not a loss the conversion refuses; nor are non-finite values.
+  for (const double v : {1.0 / 3.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    big.values = {v};
+    const auto f = sv::convert_csr<float, std::int32_t>(big);
+    EXPECT_EQ(f.columns, std::vector<std::int32_t>{5});
+    EXPECT_TRUE(f.values[0] == static_cast<float>(v) || (std::isnan(v) && std::isnan(f.values[0])));
+  }
+}
+
+// view() refuses arrays whose lengths disagree with the sizes (a view of
+// them would make every reader leave the arrays).
+TEST(Csr, ViewRefusesArraysOfTheWrongLength) {
+  auto a = sv::poisson2d_5pt<float, std::int32_t>(3);
+  a.offsets.pop_back();
+  expect_invalid_with([&] { (void)a.view(); }, "holds 9 entries for 9 rows (needs rows + 1)");
+  a = sv::poisson2d_5pt<float, std::int32_t>(3);
+  a.values.push_back(1.0f);
+  expect_invalid_with([&] { (void)a.view(); }, "holds 33 entries but values holds 34");
+  a = sv::poisson2d_5pt<float, std::int32_t>(3);
+  a.rows = -1;
+  expect_invalid_with([&] { (void)a.view(); }, "for -1 rows");
+  EXPECT_EQ((sv::poisson2d_5pt<float, std::int32_t>(3).view().nnz), 33);
 }
 
 }  // namespace

@@ -4,12 +4,18 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <memory>
 #include <numeric>
 #include <sstream>
+#include <tuple>
+
+#include "tally/core/backend.hpp"
+#include "tally/solvers/validate_csr.hpp"
 
 namespace tally::solvers {
 
@@ -84,8 +90,15 @@ std::string shown(std::string_view token) {
   return "'" + out + (token.size() > kMax ? "...'" : "'");
 }
 
+/// The token without one leading '+', which from_chars does not take; a sign
+/// after it ("+-5") stays, for from_chars to refuse.
+std::string_view without_plus(std::string_view token) {
+  if (token.size() > 1 && token[0] == '+' && token[1] != '-' && token[1] != '+') token.remove_prefix(1);
+  return token;
+}
+
 std::int64_t parse_integer(std::string_view token, const char* what, const line_reader& in) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  token = without_plus(token);
   std::int64_t value = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   if (ec == std::errc::result_out_of_range) in.fail(std::string(what) + " " + shown(token) + " is out of range");
@@ -95,7 +108,7 @@ std::int64_t parse_integer(std::string_view token, const char* what, const line_
 }
 
 double parse_real(std::string_view token, const line_reader& in) {
-  if (!token.empty() && token.front() == '+') token.remove_prefix(1);
+  token = without_plus(token);
   double value = 0;
   const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
   // Out of range: from_chars leaves value alone; the file's number is not a double.
@@ -155,6 +168,14 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
     if (entries < 0) in.fail("negative entry count");
     if (entries > capacity) in.fail("entry count " + std::to_string(entries) + " exceeds rows x cols");
   }
+  // Rows (columns) without entries cost memory in to_csr (and
+  // read_matrix_market_vector): bounded. A symmetric file's mirrored entries
+  // are not counted, so that to_csr, which counts the entries it gets,
+  // accepts every matrix the reader does.
+  if (std::max(m.rows, m.cols) - entries > kMaxEmptyRows)
+    in.fail(std::to_string(m.rows) + " x " + std::to_string(m.cols) + " with " + std::to_string(entries) +
+            " entries: more than " + std::to_string(kMaxEmptyRows) +
+            " rows or columns would hold none, and converting them would allocate memory for each");
   // Reserve no more than the text could hold (about 4 bytes an entry at
   // least), so a lying count cannot exhaust memory.
   const auto plausible = static_cast<std::size_t>(std::min<std::int64_t>(entries, text.size() / 4 + 1));
@@ -211,19 +232,52 @@ coordinate_matrix read_matrix_market(const std::string& path) {
   return parse_matrix_market(text.str(), path);
 }
 
-template <class Value, class Index>
-host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
+namespace {
+
+/// The first violation of to_csr's preconditions that costs O(1) to find, or "".
+template <class Index>
+std::string layout_problem(const coordinate_matrix& m) {
   const std::int64_t nnz = static_cast<std::int64_t>(m.value.size());
+  if (m.rows < 0 || m.cols < 0)
+    return "has a negative size (" + std::to_string(m.rows) + " x " + std::to_string(m.cols) + ")";
+  if (m.row.size() != m.value.size() || m.col.size() != m.value.size())
+    return "has " + std::to_string(m.row.size()) + " row indices, " + std::to_string(m.col.size()) +
+           " column indices and " + std::to_string(m.value.size()) + " values (one of each per entry)";
   if (m.rows > std::numeric_limits<Index>::max() || m.cols > std::numeric_limits<Index>::max() ||
       nnz > std::numeric_limits<Index>::max())
-    detail::throw_invalid_argument("to_csr", "m", "has more rows, columns or entries than the index type holds");
+    return "has more rows, columns or entries than the index type holds";
+  if (m.rows - nnz > kMaxEmptyRows)
+    return "has " + std::to_string(m.rows) + " rows for " + std::to_string(nnz) + " entries: more than " +
+           std::to_string(kMaxEmptyRows) + " rows would be empty (kMaxEmptyRows)";
+  return "";
+}
+
+}  // namespace
+
+template <class Value, class Index>
+host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
+  if (const std::string problem = layout_problem<Index>(m); !problem.empty())
+    tally::detail::throw_invalid_argument("to_csr", "m", problem);
+  const std::int64_t nnz = static_cast<std::int64_t>(m.value.size());
+  for (std::int64_t k = 0; k < nnz; ++k) {
+    if (m.row[k] < 0 || m.row[k] >= m.rows || m.col[k] < 0 || m.col[k] >= m.cols)
+      tally::detail::throw_invalid_argument("to_csr", "m",
+                                            "has entry " + std::to_string(k) + " at (" + std::to_string(m.row[k]) +
+                                                ", " + std::to_string(m.col[k]) + "), outside its " +
+                                                std::to_string(m.rows) + " x " + std::to_string(m.cols) + " size");
+    if (!detail::value_fits<Value>(m.value[k]))
+      tally::detail::throw_invalid_argument("to_csr", "m",
+                                            "has entry " + std::to_string(k) + " of value " +
+                                                detail::number_text(m.value[k]) + ", which overflows the value type");
+  }
   host_csr<Value, Index> a;
   a.rows = m.rows;
   a.cols = m.cols;
-  std::vector<std::int64_t> count(static_cast<std::size_t>(m.rows) + 1, 0);
-  for (const std::int64_t i : m.row) ++count[static_cast<std::size_t>(i) + 1];
-  std::partial_sum(count.begin(), count.end(), count.begin());
-  a.offsets.assign(count.begin(), count.end());
+  // Row lengths at [i + 1], then their running sum: the offsets, in Index
+  // (every partial sum is at most nnz, which Index holds).
+  a.offsets.assign(static_cast<std::size_t>(m.rows) + 1, Index(0));
+  for (const std::int64_t i : m.row) ++a.offsets[static_cast<std::size_t>(i) + 1];
+  std::partial_sum(a.offsets.begin(), a.offsets.end(), a.offsets.begin());
   // Entry order: by row, then column, file order among equals.
   std::vector<std::int64_t> order(static_cast<std::size_t>(nnz));
   std::iota(order.begin(), order.end(), 0);
@@ -239,19 +293,123 @@ host_csr<Value, Index> to_csr(const coordinate_matrix& m) {
   return a;
 }
 
+namespace {
+
+/// The bits of v, widened, so that values compare as the file must keep them.
+template <class Value>
+std::uint64_t bits_of(Value v) {
+  std::conditional_t<sizeof(Value) == 4, std::uint32_t, std::uint64_t> b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+/// Throws invalid_argument unless `a` (valid CSR) equals its transpose:
+/// the entries (i, j, bits of the value) and (j, i, the same), sorted, are
+/// the same lists (values ignored for a pattern).
 template <class Value, class Index>
-void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a) {
+void check_symmetric(const csr_view<Value, Index>& a, bool values) {
+  if (a.rows != a.cols)
+    tally::detail::throw_invalid_argument(
+        "write_matrix_market", "a",
+        "is " + std::to_string(a.rows) + " x " + std::to_string(a.cols) + ": a symmetric file needs a square matrix");
+  using entry = std::tuple<std::int64_t, std::int64_t, std::uint64_t>;
+  std::vector<entry> entries, mirrored;
+  entries.reserve(static_cast<std::size_t>(a.nnz));
+  mirrored.reserve(static_cast<std::size_t>(a.nnz));
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const std::int64_t j = a.columns[k];
+      const std::uint64_t v = values ? bits_of(a.values[k]) : 0;
+      entries.emplace_back(i, j, v);
+      mirrored.emplace_back(j, i, v);
+    }
+  std::sort(entries.begin(), entries.end());
+  std::sort(mirrored.begin(), mirrored.end());
+  const auto [mine, theirs] = std::mismatch(entries.begin(), entries.end(), mirrored.begin());
+  if (mine != entries.end())
+    tally::detail::throw_invalid_argument(
+        "write_matrix_market", "a",
+        "is not symmetric: the entries at (" + std::to_string(std::get<0>(*mine)) + ", " +
+            std::to_string(std::get<1>(*mine)) + ") and (" + std::to_string(std::get<1>(*mine)) + ", " +
+            std::to_string(std::get<0>(*mine)) + ") differ" + (values ? " (values compared bit for bit)" : ""));
+}
+
+/// Throws invalid_argument unless every value of `a` is an integer that a
+/// long long holds (what an integer file's reader reads back exactly).
+template <class Value, class Index>
+void check_integers(const csr_view<Value, Index>& a) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const double v = a.values[k];
+      if (!(std::trunc(v) == v && v < kLimit && v >= -kLimit))
+        tally::detail::throw_invalid_argument("write_matrix_market", "a",
+                                              "has value " + detail::number_text(v) + " at (" + std::to_string(i) +
+                                                  ", " + std::to_string(static_cast<std::int64_t>(a.columns[k])) +
+                                                  "), which an integer file cannot hold");
+    }
+}
+
+const char* field_name(matrix_market_field f) {
+  switch (f) {
+    case matrix_market_field::real:
+      return "real";
+    case matrix_market_field::integer:
+      return "integer";
+    case matrix_market_field::pattern:
+      return "pattern";
+  }
+  return "?";
+}
+
+}  // namespace
+
+template <class Value, class Index>
+void write_matrix_market(const std::string& path, const csr_view<Value, Index>& a,
+                         const matrix_market_write_options& options) {
+  const matrix_market_field field = options.field;
+  if (field != matrix_market_field::real && field != matrix_market_field::integer &&
+      field != matrix_market_field::pattern)
+    tally::detail::throw_invalid_argument("write_matrix_market", "options.field", "is not a matrix_market_field");
+  if (options.symmetry != matrix_market_symmetry::general && options.symmetry != matrix_market_symmetry::symmetric)
+    tally::detail::throw_invalid_argument("write_matrix_market", "options.symmetry", "is not a matrix_market_symmetry");
+  detail::check_csr_layout("write_matrix_market", "a", a);
+  detail::check_csr_entries(tally::cpu, a, "write_matrix_market", "a");
+  const bool symmetric = options.symmetry == matrix_market_symmetry::symmetric;
+  if (field == matrix_market_field::integer) check_integers(a);
+  if (symmetric) check_symmetric(a, field != matrix_market_field::pattern);
+  // A symmetric file lists the lower triangle (j <= i) only.
+  std::int64_t listed = a.nnz;
+  if (symmetric) {
+    listed = 0;
+    for (std::int64_t i = 0; i < a.rows; ++i)
+      for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) listed += a.columns[k] <= i;
+  }
+
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!file) throw error("tally: cannot write Matrix Market file '" + path + "'");
   std::FILE* f = file.get();
-  std::fprintf(f, "%%%%MatrixMarket matrix coordinate real general\n%% written by tally\n");
+  std::fprintf(f, "%%%%MatrixMarket matrix coordinate %s %s\n%% written by tally\n", field_name(field),
+               symmetric ? "symmetric" : "general");
   std::fprintf(f, "%lld %lld %lld\n", static_cast<long long>(a.rows), static_cast<long long>(a.cols),
-               static_cast<long long>(a.nnz));
+               static_cast<long long>(listed));
   const int digits = std::numeric_limits<Value>::max_digits10;
   for (std::int64_t i = 0; i < a.rows; ++i)
-    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k)
-      std::fprintf(f, "%lld %lld %.*g\n", static_cast<long long>(i + 1), static_cast<long long>(a.columns[k]) + 1,
-                   digits, static_cast<double>(a.values[k]));
+    for (std::int64_t k = a.offsets[i]; k < a.offsets[i + 1]; ++k) {
+      const auto row = static_cast<long long>(i + 1), col = static_cast<long long>(a.columns[k]) + 1;
+      if (symmetric && col > row) continue;
+      switch (field) {
+        case matrix_market_field::real:
+          std::fprintf(f, "%lld %lld %.*g\n", row, col, digits, static_cast<double>(a.values[k]));
+          break;
+        case matrix_market_field::integer:
+          std::fprintf(f, "%lld %lld %lld\n", row, col, static_cast<long long>(a.values[k]));
+          break;
+        case matrix_market_field::pattern:
+          std::fprintf(f, "%lld %lld\n", row, col);
+          break;
+      }
+    }
   if (std::fflush(f) != 0 || std::ferror(f)) throw error("tally: error writing Matrix Market file '" + path + "'");
 }
 
@@ -265,9 +423,10 @@ std::vector<double> read_matrix_market_vector(const std::string& path) {
   return v;
 }
 
-#define TALLY_MATRIX_MARKET_TYPES(V, I)                                                 \
-  template host_csr<V, I> to_csr<V, I>(const coordinate_matrix&);                        \
-  template void write_matrix_market<V, I>(const std::string&, const csr_view<V, I>&);
+#define TALLY_MATRIX_MARKET_TYPES(V, I)                                              \
+  template host_csr<V, I> to_csr<V, I>(const coordinate_matrix&);                    \
+  template void write_matrix_market<V, I>(const std::string&, const csr_view<V, I>&, \
+                                          const matrix_market_write_options&);
 TALLY_MATRIX_MARKET_TYPES(float, std::int32_t)
 TALLY_MATRIX_MARKET_TYPES(float, std::int64_t)
 TALLY_MATRIX_MARKET_TYPES(double, std::int32_t)

@@ -37,10 +37,20 @@
 // update remains (two barriers, one reduction).
 //
 // GPU execution (cuda/cg.cuh) never waits for the device inside the solve.
+//
+// Range: r·r, r·z and p·Ap are summed in the value type T (that is part of
+// the bits both backends share), so in f32 a residual norm above about
+// √FLT_MAX ≈ 1.8e19 (and p·Ap above FLT_MAX) overflows: ‖b‖ ≳ 1.8e19 from a
+// zero guess ends at once with status non_finite, and the result's note says
+// that b and x0 were finite and the sums overflowed. Scale such systems
+// (f64's limit, ≈ 1.3e154, is that of the double norms too).
 
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <limits>
 #include <string>
 
 namespace tally::solvers {
@@ -72,16 +82,40 @@ enum class cg_status : int {
   iteration_limit = 2,  ///< max_iterations reached first: a result, not an error
   breakdown = 3,        ///< p·Ap ≤ 0 (or NaN): A is not symmetric positive definite
   bad_diagonal = 4,     ///< Jacobi with a zero, negative or non-finite diagonal entry
-  non_finite = 5,       ///< NaN or infinity in b, x0 or the iterates
+  non_finite = 5,       ///< NaN or infinity in b, x0 or the iterates, or a sum that overflowed T (see the note)
+};
+
+/// Whether cg() checks a CSR matrix's structure (validate_csr) before the
+/// solve: a bad one (an offset or a column index out of range) would make
+/// the solve read outside the arrays.
+enum class cg_matrix_check {
+  /// The CPU backend checks: one parallel pass over the offsets and the
+  /// column indices, about what one iteration reads of them, against the
+  /// dozens of iterations of a solve. The GPU backend does not: there the
+  /// check adds four reductions and a host round trip before the solve
+  /// (tens of µs by estimate, not measured, where the whole solve at the
+  /// seed's size takes about 400), and cg_async() must never wait, so that
+  /// it can be captured into a graph. device_csr checks its matrix when it is built, so views
+  /// of a device_csr are valid without it; check other device matrices once
+  /// with validate_csr.
+  automatic,
+  always,  ///< both backends check (GPU: not while the stream is captured; invalid_argument)
+  never,   ///< neither checks: the caller vouches for the structure
 };
 
 /// A short description of a status ("converged", "breakdown: p·Ap <= 0 ...").
 const char* describe(cg_status status);
 
+/// How to solve. Range: r·r and p·Ap are summed in the value type, so in f32
+/// ‖b‖ (and every residual norm) must stay below about 1.8e19 (see "Range"
+/// above); above it the result is non_finite with a note saying so.
 struct cg_options {
   cg_preconditioner preconditioner = cg_preconditioner::jacobi;
   double rtol = 1e-6;  ///< stop when ‖b − A·x‖ ≤ max(rtol·‖b‖, atol)
   double atol = 0;
+  /// Iterations at most; 0 is valid: the initial residual is evaluated (and
+  /// written to history[0]) and the status is iteration_limit, or converged
+  /// when x0 already meets the tolerance.
   std::int64_t max_iterations = 1000;
   /// Replace the recurrence residual by the true one every this many
   /// iterations (0: only when the recurrence says converged; pipelined f32:
@@ -89,7 +123,9 @@ struct cg_options {
   std::int64_t true_residual_interval = 0;
   /// Where to write the residual history (memory of the backend's side), or
   /// null: max_iterations + 1 doubles; entry 0 is the initial true relative
-  /// residual, entry k the recurrence's ‖r_k‖/‖b‖ after iteration k.
+  /// residual, entry k the recurrence's ‖r_k‖/‖b‖ after iteration k. Entry 0
+  /// is 0 when b = 0, the empty system (n = 0) included, on both backends;
+  /// entries past the last iteration are left as they were.
   double* history = nullptr;
   cg_mode mode = cg_mode::automatic;
   /// Pipelined CG (Ghysels–Vanroose): one fused reduction per iteration
@@ -100,10 +136,14 @@ struct cg_options {
   int grid_blocks = 0;
   /// GPU graph and replayed modes: iterations per body of the device-side
   /// while loop, or per replayed body (each becomes a no-op once the solve has
-  /// finished).
+  /// finished). 1 .. 64.
   int graph_unroll = 1;
+  /// Whether to check a CSR matrix's structure first (see cg_matrix_check).
+  cg_matrix_check check_matrix = cg_matrix_check::automatic;
 };
 
+/// How a solve ended. A non_finite status with b and x0 finite means the
+/// value type's sums overflowed (f32: ‖b‖ ≳ 1.8e19); the note says so.
 struct cg_result {
   std::int64_t iterations = 0;
   cg_status status = cg_status::running;
@@ -112,7 +152,10 @@ struct cg_result {
   double relative_residual = 0;
   double rhs_norm = 0;  ///< ‖b‖ (double accumulation)
   cg_mode mode = cg_mode::automatic;  ///< what the GPU ran (automatic on the CPU)
-  std::string note;                   ///< e.g. why the persistent mode fell back
+  /// e.g. why the persistent mode fell back, or that a non_finite status came
+  /// from an overflow of T's sums with b and x0 finite (see the range note
+  /// at the top of this file).
+  std::string note;
   /// True when the solve met its tolerance (status converged).
   bool converged() const { return status == cg_status::converged; }
 };
@@ -125,10 +168,28 @@ inline const char* describe(cg_status status) {
     case cg_status::iteration_limit: return "iteration limit reached";
     case cg_status::breakdown: return "breakdown: p.Ap <= 0, the matrix is not symmetric positive definite";
     case cg_status::bad_diagonal: return "breakdown: Jacobi needs a positive, finite diagonal";
-    case cg_status::non_finite: return "NaN or infinity in b, x0 or the iterates";
+    case cg_status::non_finite:
+      return "NaN or infinity in b, x0 or the iterates, or a sum that overflowed";
   }
   return "unknown status";
 }
+
+namespace detail {
+/// Adds to r.note why a non_finite solve stopped when b and x0 were finite:
+/// its ‖b‖ and last true residual, accumulated in double, are finite (a NaN
+/// or infinity in b or x0 makes them NaN or infinite), so a sum in T
+/// overflowed. Host arithmetic on the result alone: no cost to the solve.
+template <class T>
+void note_overflow(cg_result& r) {
+  if (r.status != cg_status::non_finite || !std::isfinite(r.rhs_norm) || !std::isfinite(r.relative_residual)) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "b and x0 are finite (|b| = %.3g), so a sum in %s overflowed: r.r and p.Ap are accumulated in the "
+                "value type, which holds norms up to about %.2g; scale the system",
+                r.rhs_norm, sizeof(T) == 4 ? "float" : "double", std::sqrt(double(std::numeric_limits<T>::max())));
+  r.note += (r.note.empty() ? "" : "; ") + std::string(text);
+}
+}  // namespace detail
 
 /// The mode's name as `tally solve cg --mode` takes it ("auto", "persistent",
 /// "graph", "replayed"). Post: never null.

@@ -7,18 +7,26 @@
 
 #include <cuda_runtime.h>
 
+#include "tally/core/backend.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/solvers/csr.hpp"
+#include "tally/solvers/validate_csr.hpp"
 
 namespace tally::solvers {
 
+/// Invariant: the arrays hold a valid CSR matrix (validate_csr) in memory of
+/// the device current at construction, or none (rows = nnz = 0).
 template <class Value, class Index>
 class device_csr {
  public:
   device_csr() = default;
   /// Copies `host` to the current device (synchronously: this is set-up,
-  /// outside any solve). Throws cuda_error when memory runs out.
+  /// outside any solve), after checking its structure on the CPU
+  /// (validate_csr, one pass over the offsets and columns: so that views of
+  /// a device_csr need no check on the GPU). Throws invalid_argument for an
+  /// invalid matrix, cuda_error when memory runs out.
   explicit device_csr(const host_csr<Value, Index>& host) : rows_(host.rows), cols_(host.cols), nnz_(host.nnz()) {
+    validate_csr(tally::cpu, host.view());
     try {
       copy_in(offsets_, host.offsets.data(), host.offsets.size());
       copy_in(columns_, host.columns.data(), host.columns.size());
@@ -42,7 +50,9 @@ class device_csr {
 
   /// A view of the device arrays, for the GPU backend.
   csr_view<Value, Index> view() const { return {rows_, cols_, nnz_, offsets_, columns_, values_}; }
+  /// Rows of the matrix (0 when default-constructed or moved from). Post: >= 0.
   std::int64_t rows() const { return rows_; }
+  /// Stored entries, offsets[rows] (0 when default-constructed or moved from). Post: >= 0.
   std::int64_t nnz() const { return nnz_; }
 
  private:

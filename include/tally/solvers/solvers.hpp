@@ -1,5 +1,6 @@
-// tally's solvers: sparse matrices (CSR, Matrix Market, Poisson generators),
-// the matrix-free stencil operator, and conjugate gradient on both backends.
+// tally's solvers: sparse matrices (CSR, its validation, Matrix Market,
+// Poisson generators), the operator concept and the matrix-free stencil, and
+// conjugate gradient on both backends.
 //
 //   #include <tally/solvers/solvers.hpp>
 //   auto A = tally::solvers::poisson3d_27pt<float, std::int32_t>(31);
@@ -13,11 +14,14 @@
 #include "tally/solvers/csr.hpp"
 #include "tally/solvers/device_csr.hpp"
 #include "tally/solvers/matrix_market.hpp"
+#include "tally/solvers/operator.hpp"
 #include "tally/solvers/poisson.hpp"
 #include "tally/solvers/stencil.hpp"
+#include "tally/solvers/validate_csr.hpp"
 
 #if defined(__CUDACC__)
 #include "tally/solvers/cuda/cg.cuh"
+#include "tally/solvers/cuda/validate_csr.cuh"
 #endif
 
 namespace tally {

@@ -2,7 +2,7 @@
 // Poisson stencils on a g×g×g grid (poisson.hpp builds the same matrices as
 // CSR). The solvers take one in place of a matrix; it reads vectors only.
 //
-// Like csr_view, it is an operator (rows, row_product, diagonal), and it sums
+// Like csr_view, it is a linear_operator (operator.hpp), and it sums
 // each row's terms in the order the CSR matrix stores them (increasing
 // column), so both give the same bits.
 #pragma once
@@ -33,10 +33,13 @@ struct stencil_operator {
     return {g, points, g * g * g, g * g * g};
   }
 
+  /// The diagonal entry, the same in every row: 26 for 27 points, 6 for 7.
+  /// Pre: points is 7 or 27 (make() ensures it; cg() checks it).
   TALLY_HD_INLINE Value center() const { return points == 27 ? Value(26) : Value(6); }
 
   /// Σ a(i, j)·v(j) over the stencil's points inside the grid, in increasing
   /// j, each product rounded on its own (see csr_view::row_product).
+  /// Pre: 0 <= i < rows, and rows = cols = g³ (as make() builds it).
   template <class Acc = Value, class Vector>
   TALLY_HD_INLINE Acc row_product(std::int64_t i, const Vector& v) const {
     std::int64_t x, y, z;
@@ -136,7 +139,7 @@ struct stencil_operator {
     }
   }
 
-  /// a(i, i).
+  /// a(i, i) = center(). Pre: 0 <= i < rows (any i gives center()).
   TALLY_HD_INLINE Value diagonal(std::int64_t) const { return center(); }
 };
 

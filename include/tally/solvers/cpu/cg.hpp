@@ -21,6 +21,8 @@
 #include "tally/solvers/detail/cg_control.hpp"
 #include "tally/solvers/detail/cg_rows.hpp"
 #include "tally/solvers/detail/host_tree.hpp"
+#include "tally/solvers/operator.hpp"
+#include "tally/solvers/validate_csr.hpp"
 
 namespace tally::solvers {
 
@@ -59,15 +61,21 @@ S reduce_rows(std::int64_t n, int threads, const Leaf& leaf) {
 }  // namespace detail
 
 /// Solves A·x = b by (Jacobi-preconditioned) conjugate gradient on the CPU.
-/// A is a csr_view (host memory) or a stencil_operator; b and x hold A.rows
-/// elements of host memory, x the initial guess on entry.
+/// A is a linear_operator (operator.hpp): a csr_view (host memory), a
+/// stencil_operator or the caller's own; b and x hold A.rows elements of host
+/// memory, x the initial guess on entry.
 /// Pre: A symmetric positive definite for convergence (else a breakdown
-/// result); options valid (invalid_argument otherwise).
+/// result); options valid and a CSR matrix's structure valid (checked unless
+/// options.check_matrix is never; invalid_argument otherwise, before x is
+/// touched).
 /// Post: x holds the last iterate (0 when b = 0); the result's status says
 /// why it stopped. Same bits as the GPU backend for any thread count.
 template <class Op, class T>
 cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg_options& options = {}) {
+  static_assert(linear_operator<Op>, "tally::solvers::cg: A must model tally::solvers::linear_operator");
   detail::check_cg_arguments(A, b, x, options);
+  if constexpr (detail::is_csr_view<Op>)
+    if (detail::checks_matrix(options, false)) detail::check_csr_entries(backend, A, "cg", "A");
   constexpr int V = tree::vector_width<T>;
   const std::int64_t n = A.rows;
   const int threads = tally::detail::cpu_reduce::thread_count(backend);
@@ -142,6 +150,7 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   result.status = control.status;
   result.relative_residual = control.relative_residual();
   result.rhs_norm = control.bnorm;
+  detail::note_overflow<T>(result);
   return result;
 }
 

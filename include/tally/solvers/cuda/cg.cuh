@@ -20,12 +20,15 @@
 #include "tally/core/error.hpp"
 #include "tally/cuda/check.cuh"
 #include "tally/cuda/device_info.hpp"
+#include "tally/cuda/dispatch/pointer_checks.hpp"
 #include "tally/cuda/graph_while.cuh"
 #include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
 #include "tally/solvers/cg.hpp"
 #include "tally/solvers/cuda/cg_kernels.cuh"
+#include "tally/solvers/cuda/validate_csr.cuh"
 #include "tally/solvers/detail/cg_checks.hpp"
+#include "tally/solvers/operator.hpp"
 
 namespace tally::solvers {
 
@@ -124,9 +127,37 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
   return l;
 }
 
+/// The outcome of the empty system (n = 0, so b = 0): converged at once,
+/// history[0] = 0 as the CPU backend writes it.
 template <class T>
-__global__ void cg_empty_result_kernel(cg_device_result* result) {
+__global__ void cg_empty_result_kernel(cg_device_result* result, double* history) {
   *result = {0, static_cast<int>(cg_status::converged), 0.0, 0.0};
+  if (history != nullptr) history[0] = 0.0;
+}
+
+/// The GPU's checks of cg_async's arguments beyond check_cg_arguments: every
+/// array is memory the device can read (a host pointer would crash the
+/// context), and a CSR matrix's entries when options.check_matrix asks
+/// (validate_csr; not while `stream` is captured, as it waits for the
+/// counts). Throws invalid_argument naming the argument.
+template <class Op, class T>
+void check_gpu_arguments(const gpu_backend& gpu, const Op& A, const T* b, const T* x, const cg_options& o) {
+  using tally::detail::check_device_pointer;
+  check_device_pointer("cg", "b", b, A.rows);
+  check_device_pointer("cg", "x", x, A.rows);
+  check_device_pointer("cg", "options.history", o.history, 1);  // entry 0 at least (null: no history)
+  if constexpr (is_csr_view<Op>) {
+    check_csr_device_pointers("cg", "A", A);
+    if (checks_matrix(o, true)) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      TALLY_CUDA(cudaStreamIsCapturing(gpu.stream, &capture));
+      if (capture != cudaStreamCaptureStatusNone)
+        tally::detail::throw_invalid_argument("cg", "options.check_matrix",
+                                              "is always, which waits for the device: not possible while the "
+                                              "stream is captured (validate_csr the matrix before the capture)");
+      check_csr_entries(gpu, A, "cg", "A");
+    }
+  }
 }
 
 /// Runs call() (a CUDA call returning cudaError_t) with this thread's capture
@@ -372,20 +403,28 @@ void run_graph_mode(cudaStream_t stream, const Op& A, const cg_options& o, const
 /// bodies), and each replay solves afresh.
 /// Any stream works, the legacy default stream included (which cannot be
 /// captured, but can run the graph mode's own graph). A is a
-/// csr_view of device memory or a stencil_operator; b, x (the initial guess)
-/// and options.history are device memory. Returns the mode it enqueued;
-/// `note` (if given) says why the persistent mode fell back, if it did.
-/// Pre and post as cg() on the CPU (cpu/cg.hpp); same bits.
+/// csr_view of device memory or a stencil_operator (a linear_operator,
+/// operator.hpp); b, x (the initial guess), options.history and *result are
+/// memory the device can read and write (checked: invalid_argument for host
+/// memory). Returns the mode it enqueued; `note` (if given) says why the
+/// persistent mode fell back, if it did.
+/// Pre and post as cg() on the CPU (cpu/cg.hpp); same bits. A CSR matrix's
+/// structure is checked only with options.check_matrix = always (see
+/// cg_matrix_check), which makes this wait for the device once, before the
+/// solve is enqueued.
 template <class Op, class T>
 cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg_options& options,
                  cg_device_result* result, std::string* note = nullptr) {
+  static_assert(linear_operator<Op>, "tally::solvers::cg: A must model tally::solvers::linear_operator");
   detail::check_cg_arguments(A, b, x, options);
   if (result == nullptr) tally::detail::throw_invalid_argument("cg_async", "result", "is null");
+  tally::detail::check_device_pointer("cg_async", "result", result, 1);
+  detail::check_gpu_arguments(gpu, A, b, x, options);
   const std::int64_t n = A.rows;
   if (n == 0) {
     tally::detail::launch("launch of tally::solvers::detail::cg_empty_result_kernel",
-                          tally::detail::launch_config(dim3(1), dim3(1), 0, gpu.stream), detail::cg_empty_result_kernel<T>,
-                          result);
+                          tally::detail::launch_config(dim3(1), dim3(1), 0, gpu.stream),
+                          detail::cg_empty_result_kernel<T>, result, options.history);
     return options.mode;
   }
   const std::int64_t blocks_of_rows = (n + kernels::kThreads - 1) / kernels::kThreads;
@@ -421,6 +460,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
 /// host synchronisation of the solve.
 template <class Op, class T>
 cg_result cg(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg_options& options = {}) {
+  static_assert(linear_operator<Op>, "tally::solvers::cg: A must model tally::solvers::linear_operator");
   cg_device_result* device_result = nullptr;
   TALLY_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&device_result), sizeof(cg_device_result), gpu.stream));
   cg_result out;
@@ -438,6 +478,7 @@ cg_result cg(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg_opt
   out.status = static_cast<cg_status>(r.status);
   out.relative_residual = r.relative_residual;
   out.rhs_norm = r.rhs_norm;
+  detail::note_overflow<T>(out);
   return out;
 }
 
