@@ -274,61 +274,31 @@ struct phases {
   __device__ update_sums<T> update(std::int64_t i) const {
     return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
   }
-  /// update() of the kV<T> rows from each i0[k] (all below n; each a
-  /// multiple of kV<T>), their leaves folded in row order into leaves[k];
-  /// vectors moved whole (x too when the caller's x is aligned). Every
-  /// load of the K groups is issued before the first store: the compiler
-  /// cannot move a load above a store to memory it cannot tell apart, so K
-  /// groups in one call are K groups' loads in flight at once.
-  template <int K>
-  __device__ void update_vectors(const std::int64_t (&i0)[K], update_sums<T> (&leaves)[K]) const {
+  /// update() of the kV<T> rows from i0 (all below n; i0 a multiple of kV<T>),
+  /// their leaves folded in row order; vectors moved whole (x too when the
+  /// caller's x is aligned).
+  __device__ update_sums<T> update_vector(std::int64_t i0) const {
     constexpr int V = kV<T>;
-    using vec = device::vector_of<T, V>;
     // Plain loads throughout: x and r are rewritten in this kernel, and in the
     // persistent one p and Ap were written by other blocks (see fresh_read).
     const bool x_aligned = device::vector_aligned<T, V>(v.x);
-    const T* p_now = v.p[control.searches & 1];
-    vec x[K], r[K], p[K], ap[K], dinv[K];
+    auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
+                       : device::load_vector<T, V, false, false>(v.x + i0);
+    auto r = device::load_vector<T, V, true, false>(v.r + i0);
+    const auto p = device::load_vector<T, V, true, false>(v.p[control.searches & 1] + i0);
+    const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
+    const auto dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
+    device::vector_of<T, V> z;
+    update_sums<T> acc = detail::update_values(x.v[0], r.v[0], z.v[0], p.v[0], ap.v[0], dinv.v[0], control.alpha);
 #pragma unroll
-    for (int k = 0; k < K; ++k) {
-      x[k] = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0[k])
-                       : device::load_vector<T, V, false, false>(v.x + i0[k]);
-      r[k] = device::load_vector<T, V, true, false>(v.r + i0[k]);
-      p[k] = device::load_vector<T, V, true, false>(p_now + i0[k]);
-      ap[k] = device::load_vector<T, V, true, false>(v.ap + i0[k]);
-      dinv[k] = device::load_vector<T, V, true, false>(v.dinv + i0[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      vec z;
-      update_sums<T> acc =
-          detail::update_values(x[k].v[0], r[k].v[0], z.v[0], p[k].v[0], ap[k].v[0], dinv[k].v[0], control.alpha);
-#pragma unroll
-      for (int e = 1; e < V; ++e)
-        acc = acc + detail::update_values(x[k].v[e], r[k].v[e], z.v[e], p[k].v[e], ap[k].v[e], dinv[k].v[e],
-                                          control.alpha);
-      if (x_aligned) device::store_vector<T, V, true>(v.x + i0[k], x[k]);
-      else device::store_vector<T, V, false>(v.x + i0[k], x[k]);
-      device::store_vector<T, V, true>(v.r + i0[k], r[k]);
-      device::store_vector<T, V, true>(v.z + i0[k], z);
-      leaves[k] = acc;
-    }
+    for (int k = 1; k < V; ++k)
+      acc = acc + detail::update_values(x.v[k], r.v[k], z.v[k], p.v[k], ap.v[k], dinv.v[k], control.alpha);
+    if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
+    else device::store_vector<T, V, false>(v.x + i0, x);
+    device::store_vector<T, V, true>(v.r + i0, r);
+    device::store_vector<T, V, true>(v.z + i0, z);
+    return acc;
   }
-  /// The update's several-rows-a-lane leaf for chunk_tree: one vector of
-  /// rows (operator()) or kUpdateBatch of them at once (batch).
-  struct update_vector_leaf {
-    const phases& rows;
-    __device__ update_sums<T> operator()(std::int64_t i0) const {
-      const std::int64_t one[1] = {i0};
-      update_sums<T> leaf[1];
-      rows.update_vectors(one, leaf);
-      return leaf[0];
-    }
-    template <int K>
-    __device__ void batch(const std::int64_t (&i0)[K], update_sums<T> (&leaves)[K]) const {
-      rows.update_vectors(i0, leaves);
-    }
-  };
   template <class A>
   __device__ residual_sums<T> true_residual(const A& a, std::int64_t i) const {
     return detail::true_residual_row(a, v, i, fresh_read<Persistent>{});
@@ -411,16 +381,6 @@ inline constexpr int kPersistentBlocksPerSm = sizeof(T) == 4 ? 3 : 2;
 /// spills, the same 93 µs at g = 128.)
 template <class Op>
 inline constexpr int kPhaseBlocksPerSm = is_stencil<Op> ? 4 : 1;
-
-/// The persistent kernel's update leaf: batched for a stencil; one vector at
-/// a time for a CSR matrix, whose kernel the batch's registers would make
-/// spill (ptxas, f32: 52/364 → 104/596 bytes of spill stores/loads).
-template <class Op, class T>
-__device__ __forceinline__ auto persistent_update_leaf(const phases<true, T>& rows) {
-  const typename phases<true, T>::update_vector_leaf leaf{rows};
-  if constexpr (is_stencil<Op>) return leaf;
-  else return [leaf](std::int64_t i0) { return leaf(i0); };
-}
 
 /// Rows from which the persistent kernel's CSR search stores the new
 /// directions before the product (phases::store_directions), at the price of
@@ -508,7 +468,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(i); },
-                    sh.storage.update, persistent_update_leaf<Op>(rows));
+                    sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
       grid.sync();
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
       if (threadIdx.x == 0) control.after_update(root.value);
@@ -628,7 +588,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
-                sh.storage.update, typename phases<false, T>::update_vector_leaf{rows});
+                sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
   } else if constexpr (Phase == cg_phase::true_residual) {
     chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);

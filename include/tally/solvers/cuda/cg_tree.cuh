@@ -115,17 +115,6 @@ struct subtree_stack {
 /// A phase without a several-rows-a-lane form of its leaf (see chunk_tree).
 struct no_vector_leaf {};
 
-/// Vectors of rows a lane takes at once in chunk_tree when the vector leaf
-/// has a batch form (leaf.batch(i0s, leaves): the K vectors' leaves, their
-/// loads in flight together). The CG update streams 32 bytes a row and
-/// measured 70 % of DRAM bandwidth, waiting on memory, one vector at a time.
-inline constexpr int kVectorBatch = 2;
-
-template <class Leaf, class S>
-concept batched_vector_leaf = requires(const Leaf& leaf, const std::int64_t (&i0)[kVectorBatch], S (&out)[kVectorBatch]) {
-  leaf.batch(i0, out);
-};
-
 /// The value (in thread 0) of one chunk: `passes` (a power of two, at most
 /// 32) runs of kThreads rows from `first`; row i's leaf is leaf(i, view) for
 /// i < n, empty beyond, where view = rows.stage(r, n) is what the warp's
@@ -162,24 +151,6 @@ __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_
     };
     S held{};
     if constexpr (!std::is_same_v<VectorLeaf, no_vector_leaf>) {
-      if constexpr (batched_vector_leaf<VectorLeaf, S>) {
-        if (passes >= kVectorBatch * V) {
-          for (int pass = 0; pass < passes / V; pass += kVectorBatch) {
-            std::int64_t i0[kVectorBatch];
-#pragma unroll
-            for (int k = 0; k < kVectorBatch; ++k)
-              i0[k] = warp_first + static_cast<std::int64_t>(pass + k) * 32 * V + V * lane;
-            S leaves[kVectorBatch];
-            vector_leaf.batch(i0, leaves);
-#pragma unroll
-            for (int k = 0; k < kVectorBatch; ++k) {
-              const S value = device::shuffle(warp_lanes_tree(leaves[k], 32, op), 0);
-              if (lane == pass + k) held = value;
-            }
-          }
-          return warp_tree(held, passes / V);
-        }
-      }
       if (passes >= V) {
         for (int pass = 0; pass < passes / V; ++pass) {
           const std::int64_t row0 = warp_first + static_cast<std::int64_t>(pass) * 32 * V;
