@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <iterator>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -47,6 +48,23 @@ double chain_bound(double chain) {
 }
 // Small fields (<= 11 000 points): any order is within γ_11000 = 6.6e-4.
 constexpr double kOrderRelative = 1e-3;
+// A float sum of the benchmark's squares by a chain of L additions, against
+// the deterministic gosa (a tree: within γ_64 of the exact sum). The squares
+// are nearly equal (the first sweep's are one value up to rounding), so the
+// rounding errors do not cancel as a random walk's would (sqrt(L)·u): each
+// addition moves the running sum by at most half an ulp, with a sign that
+// holds while the sum stays in one binade, up to 3/8·L·u for equal terms.
+// Measured on the squares of sweeps 1-4 at XS, S and M (serial, shuffled and
+// block-interleaved orders, OpenMP splits of 2-256 threads): up to 0.17·L·u,
+// 30-75 times sqrt(L)·u. So L·u/2 + γ_64, for L·u <= 1/2 (past it the sum
+// stalls). One plane of S is 0.8-1.6 % of gosa: the bounds of (1) (L about
+// n/32) and (4) (n/threads + threads) are far below it, that of (2) (L = n:
+// 1.5 %) is not; the integer fields below give every pattern an exact sum,
+// where a single lost point shows.
+double near_deterministic_bound(double chain) {
+  const double u = std::ldexp(1.0, -24);
+  return chain * u / 2 + chain_bound(64);
+}
 
 /// p after `sweeps` sweeps and the last sweep's gosa, in double, from f's
 /// initial fields; written from the definition, sharing no code with the app.
@@ -94,6 +112,28 @@ host_fields random_fields(const grid_size& g, random_source& rng) {
   for (int c = 0; c < kCoefficients; ++c)
     for (auto& v : f.coef[c]) v = static_cast<float>(c == a3 ? rng.real(0.1, 0.2) : rng.real(-1.0, 1.0));
   f.wrk2 = f.p;
+  return f;
+}
+
+/// Fields whose every interior point has ss = wrk1 ∈ {1, 2, 3} exactly (p =
+/// 0, a3 = bnd = 1, the other coefficients 0): one sweep's squares are small
+/// integers whose partial sums stay below 2^24 (9 · n at S is 4.5 M), so every
+/// summation order gives the same, exact gosa, returned in `exact`.
+/// Pre: 9 · g.interior() < 2^24.
+host_fields integer_square_fields(const grid_size& g, double& exact) {
+  host_fields f = make_host_fields(g);
+  std::fill(f.p.begin(), f.p.end(), 0.0f);
+  f.wrk2 = f.p;
+  for (int c = 0; c < kCoefficients; ++c)
+    std::fill(f.coef[c].begin(), f.coef[c].end(), c == a3 || c == bnd ? 1.0f : 0.0f);
+  exact = 0;
+  for (int i = 1; i < g.mi - 1; ++i)
+    for (int j = 1; j < g.mj - 1; ++j)
+      for (int k = 1; k < g.mk - 1; ++k) {
+        const int w = 1 + (i + 2 * j + 3 * k) % 3;
+        f.coef[wrk1][static_cast<std::size_t>(f.at(i, j, k))] = static_cast<float>(w);
+        exact += w * w;
+      }
   return f;
 }
 
@@ -316,6 +356,34 @@ TEST(himeno_cpu, VariantsByName) {
   tally::testing::expect_invalid([] { sweep_variant_by_name("rows-9"); }, {"himeno", "variant", "rows-9", "tile, rows-1"});
 }
 
+TEST(himeno_cpu, GosaPatternsByName) {
+  for (gpu_pattern p : kGpuPatterns) EXPECT_EQ(gpu_pattern_by_name(name_of(p)), p) << name_of(p);
+  EXPECT_EQ(std::size(kGpuPatterns), 7u);  // every enumerator: a pattern left out would not round-trip here
+  EXPECT_EQ(name_of(gpu_pattern::warp_aggregated), "warp-aggregated");
+  tally::testing::expect_invalid([] { gpu_pattern_by_name("bogus"); },
+                                 {"himeno", "gosa", "'bogus'", "warp-aggregated, atomic, host, host-openmp, baseline, "
+                                                               "none, deterministic"});
+  tally::testing::expect_invalid([] { gpu_pattern_by_name(""); }, {"himeno", "gosa", "''"});
+}
+
+TEST(himeno_cpu, IntegerSquaresSumExactlyInEveryOrder) {
+  for (const char* name : {"XS", "S"}) {
+    SCOPED_TRACE(name);
+    const grid_size g = size_by_name(name);
+    double exact = 0;
+    const host_fields start = integer_square_fields(g, exact);
+    ASSERT_LT(exact, 0x1p24);
+    host_fields serial = start, parallel = start, recorded = start;
+    EXPECT_EQ(sweep_original(serial, 1), exact);
+    EXPECT_EQ(sweep_openmp(parallel, 1, 3), exact);
+    std::vector<float> squares(static_cast<std::size_t>(g.interior()));
+    EXPECT_EQ(sweep_recording_squares(recorded, squares.data()), exact);
+    EXPECT_EQ(sum_openmp(squares.data(), g.interior()), exact);
+    EXPECT_EQ(deterministic_gosa(squares.data(), g, kMaxUnits, gosa_tree::tiles), exact);
+    EXPECT_EQ(deterministic_gosa(squares.data(), g, kMaxUnits, gosa_tree::rows), exact);
+  }
+}
+
 TEST(himeno_cpu, SizesByNameAndBadSizes) {
   EXPECT_EQ(size_by_name("xl").mk, 1025);
   EXPECT_EQ(size_by_name("M").mi, 129);
@@ -409,38 +477,58 @@ TYPED_TEST(himeno_gpu, DeterministicGosaIsIdenticalAcrossRunsAndLaunchShapes) {
 }
 
 TYPED_TEST(himeno_gpu, EveryPatternLeavesTheSamePAndAgreesOnGosa) {
-  for (sweep_variant variant : kSweepVariants) {
-  SCOPED_TRACE(std::string(name_of(variant)));
-  const launch_shape shape{0, true, variant, 0};
-  const grid_size g = size_by_name(benchmark_sizes().back());
-  const host_fields start = make_host_fields(g);
-  const sweep_result original = run_original(start, 4);
-  double exact = 0;
-  const sweep_result deterministic = cpu_deterministic(start, 4, &exact, kMaxUnits, tree_of(variant));
-  const double n = static_cast<double>(g.interior());
-  // atomic_add calls a sweep: two a warp on every tile plane, or on every row segment's plane.
-  const double warp_calls = variant == sweep_variant::tile
-                                ? 2.0 * kTileJ * static_cast<double>(tiling_of(g).tiles()) * (g.mi - 2)
-                                : kRowPoints * (kRowThreads / 32.0) * static_cast<double>(row_tiling_of(g).row_segments()) * (g.mi - 2);
-  gpu_problem problem(g, /*host_patterns=*/true);
-  for (gpu_pattern pattern : {gpu_pattern::warp_aggregated, gpu_pattern::atomic, gpu_pattern::host_serial,
-                              gpu_pattern::host_openmp, gpu_pattern::none, gpu_pattern::deterministic}) {
-    SCOPED_TRACE(std::string(name_of(pattern)));
-    // Two sweeps of another pattern first: the gosa slots must not leak.
-    problem.reset();
-    problem.run(gpu_pattern::deterministic, 1, shape);
-    problem.run(gpu_pattern::none, 1, shape);
-    problem.run(pattern, 2, shape);
-    EXPECT_EQ(first_difference(problem.read_p(), original.p), -1);
-    if (pattern == gpu_pattern::none) continue;
-    const float gosa = problem.gosa();
-    if (pattern == gpu_pattern::host_serial) EXPECT_TRUE(same_bits(gosa, original.gosa)) << gosa;
-    else if (pattern == gpu_pattern::deterministic) EXPECT_TRUE(same_bits(gosa, deterministic.gosa)) << gosa;
-    else if (pattern == gpu_pattern::warp_aggregated)  // one atomic a warp call, each of a 32-lane tree
-      EXPECT_NEAR(gosa, exact, chain_bound(warp_calls + 5) * exact);
-    else  // one atomic a point, or OpenMP chains: at most n additions in a row
-      EXPECT_NEAR(gosa, exact, chain_bound(n) * exact);
-  }
+  for (const char* name : benchmark_sizes())
+    for (sweep_variant variant : kSweepVariants) {
+      SCOPED_TRACE(::testing::Message() << name << ", " << name_of(variant));
+      const launch_shape shape{0, true, variant, 0};
+      const grid_size g = size_by_name(name);
+      const host_fields start = make_host_fields(g);
+      const sweep_result original = run_original(start, 4);
+      const sweep_result deterministic = cpu_deterministic(start, 4, nullptr, kMaxUnits, tree_of(variant));
+      const double n = static_cast<double>(g.interior());
+      // atomic_add calls a sweep: two a warp on every tile plane, or on every row segment's plane.
+      const double warp_calls =
+          variant == sweep_variant::tile
+              ? 2.0 * kTileJ * static_cast<double>(tiling_of(g).tiles()) * (g.mi - 2)
+              : kRowPoints * (kRowThreads / 32.0) * static_cast<double>(row_tiling_of(g).row_segments()) * (g.mi - 2);
+      gpu_problem problem(g, /*host_patterns=*/true);
+      for (gpu_pattern pattern : {gpu_pattern::warp_aggregated, gpu_pattern::atomic, gpu_pattern::host_serial,
+                                  gpu_pattern::host_openmp, gpu_pattern::none, gpu_pattern::deterministic}) {
+        SCOPED_TRACE(std::string(name_of(pattern)));
+        // Two sweeps of another pattern first: the gosa slots must not leak.
+        problem.reset();
+        problem.run(gpu_pattern::deterministic, 1, shape);
+        problem.run(gpu_pattern::none, 1, shape);
+        problem.run(pattern, 2, shape);
+        EXPECT_EQ(first_difference(problem.read_p(), original.p), -1);
+        if (pattern == gpu_pattern::none) continue;
+        const float gosa = problem.gosa(), want = deterministic.gosa;
+        if (pattern == gpu_pattern::host_serial) EXPECT_TRUE(same_bits(gosa, original.gosa)) << gosa;
+        else if (pattern == gpu_pattern::deterministic) EXPECT_TRUE(same_bits(gosa, want)) << gosa;
+        else if (pattern == gpu_pattern::warp_aggregated)  // one atomic a warp call, each of a 32-lane tree
+          EXPECT_NEAR(gosa, want, near_deterministic_bound(warp_calls + 5) * want);
+        else  // one atomic a point, or OpenMP chains: at most n + 1 additions in a row
+          EXPECT_NEAR(gosa, want, near_deterministic_bound(n + 1) * want);
+      }
+    }
+}
+
+// Every pattern's gosa of one sweep of integer squares is the exact sum, bit
+// for bit, whatever its order: a point dropped or counted twice shows.
+TYPED_TEST(himeno_gpu, EveryPatternSumsIntegerSquaresExactly) {
+  for (const char* name : benchmark_sizes()) {
+    double exact = 0;
+    const host_fields start = integer_square_fields(size_by_name(name), exact);
+    gpu_problem problem(start.size, /*host_patterns=*/true);
+    for (sweep_variant variant : kSweepVariants)
+      for (gpu_pattern pattern : kGpuPatterns) {
+        if (pattern == gpu_pattern::none) continue;
+        if (pattern == gpu_pattern::baseline && variant != sweep_variant::tile) continue;  // no variants: once
+        SCOPED_TRACE(::testing::Message() << name << ", " << name_of(variant) << ", " << name_of(pattern));
+        problem.load(start);
+        problem.run(pattern, 1, {0, true, variant, 0});
+        EXPECT_EQ(problem.gosa(), exact);
+      }
   }
 }
 

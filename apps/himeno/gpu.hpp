@@ -42,8 +42,10 @@ inline constexpr gpu_pattern kGpuPatterns[] = {gpu_pattern::warp_aggregated, gpu
 /// tally::invalid_argument listing the names otherwise.
 gpu_pattern gpu_pattern_by_name(std::string_view name);
 
-/// The fused sweep's kernels (the candidates one GPU run picks from; the
-/// losers go once it has):
+/// The fused sweep's kernels. default_variant picks rows-2 or rows-3; tile
+/// and rows-1 stay as tune.sh's candidates and comparisons (the hidden
+/// `tally himeno --variant`). tile sums the deterministic gosa by another
+/// tree than the row variants (tree_of), so its bits differ from theirs.
 enum class sweep_variant {
   tile,   ///< 8 x 64 tiles along i, register prefetch one plane ahead, 2 blocks/SM
   rows1,  ///< row segments by bulk copies 1 plane ahead, 2 blocks/SM (87 KB shared each at L, 45 at M)
@@ -123,7 +125,10 @@ class gpu_problem {
   gpu_problem(const gpu_problem&) = delete;
   gpu_problem& operator=(const gpu_problem&) = delete;
 
+  /// The grid the problem was built for.
   const grid_size& size() const { return size_; }
+  /// The stream every call queues its work on (as given to the constructor;
+  /// null: the legacy default stream).
   cudaStream_t stream() const { return stream_; }
 
   /// Sets every field back to its initial value (stream-ordered).

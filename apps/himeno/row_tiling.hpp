@@ -30,6 +30,8 @@ inline constexpr int kRowThreads = 256;  ///< threads of a row-streaming block
 inline constexpr int kRowPoints = kRowSegment / kRowThreads;  ///< points a thread, per plane
 inline constexpr int kMaxRowPlanesPerUnit = 32;               ///< one lane of a warp a plane
 
+/// The row sweeps' cut of one grid (row_tiling_of): its row segments and
+/// planes, which fix the deterministic gosa's tree; no launch changes it.
 struct row_tiling {
   int rows = 0;      ///< interior rows, mj − 2
   int segments = 0;  ///< segments a row
@@ -42,6 +44,10 @@ struct row_tiling {
   }
 };
 
+/// The row tiling of grid g: mj − 2 rows of ceil((mk − 2) / kRowSegment)
+/// segments, mi − 2 planes. Pre: g has at least one interior point
+/// (custom_size's check). Post: segments >= 1, padded_planes a power of two
+/// >= planes.
 inline row_tiling row_tiling_of(const grid_size& g) {
   row_tiling t;
   t.rows = g.mj - 2;
@@ -61,6 +67,11 @@ struct row_units {
   std::int64_t partials = 0;      ///< R · chunks_padded: the partials buffer's length
 };
 
+/// How one launch with D = planes_per_unit groups t's planes into units.
+/// Pre: planes_per_unit is a power of two, at most kMaxRowPlanesPerUnit and
+/// at most t.padded_planes (gpu_problem clamps a larger one to it;
+/// choose_planes_per_unit returns one that fits). Post: the fields of row_units for that D; a unit's leaves
+/// are an aligned subtree of t's tree, so gosa's bits do not depend on D.
 inline row_units row_units_of(const row_tiling& t, int planes_per_unit) {
   row_units u;
   u.planes_per_unit = planes_per_unit;

@@ -37,13 +37,19 @@ inline constexpr int kTileThreads = kTileJ * 32;
 /// by one SM, a visible tail of the sweep).
 inline constexpr std::int64_t kMaxUnits = 65536;
 
+/// The tile sweep's cut of one grid (tiling_of): tiles of the (j, k) plane,
+/// D planes a unit. It fixes the order of the tile tree's gosa; a launch only
+/// splits its units among blocks.
 struct tiling {
-  int tiles_j = 0, tiles_k = 0;
+  int tiles_j = 0, tiles_k = 0;  ///< tiles along j (kTileJ rows each) and k (kTileK points each)
   int planes = 0;           ///< interior planes, mi − 2
   int planes_per_unit = 1;  ///< D
+  /// Tiles of one plane, tiles_j · tiles_k (the last along j or k may be partial).
   std::int64_t tiles() const { return std::int64_t{tiles_j} * tiles_k; }
   /// Units along i: planes / D rounded up (the last may be short).
   std::int64_t chunks() const { return (planes + planes_per_unit - 1) / planes_per_unit; }
+  /// Units of the grid, tiles() · chunks(): the leaves of gosa's tree before
+  /// zero padding, and the work the blocks split.
   std::int64_t units() const { return tiles() * chunks(); }
 };
 

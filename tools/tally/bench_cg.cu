@@ -204,8 +204,10 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
       measure_solves<T>(device, proto, p, s.rtol, peer, solve, solution, floor_us(true));
     }
   }
-  // tally on the GPU: each mode, CSR and matrix-free; a call is x zeroed,
-  // cg_async (graph capture included) and the one wait for its result.
+  // tally on the GPU: each mode, CSR and matrix-free (Poisson problems only:
+  // a file's matrix has no stencil); a call is x zeroed, cg_async (graph
+  // capture included) and the one wait for its result.
+  if (!p.has_stencil()) r.notes.push_back(p.name + ": no matrix-free rows (a Matrix Market matrix has no stencil)");
   struct variant {
     const char* name;
     solvers::cg_mode mode;
@@ -213,6 +215,7 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
     bool pipelined;
   };
   for (const bool free : {false, true}) {
+    if (free && !p.has_stencil()) continue;
     for (const variant v : {variant{"persistent", solvers::cg_mode::persistent, 1, false},
                             variant{"graph", solvers::cg_mode::graph, 1, false},
                             variant{"graph-unroll8", solvers::cg_mode::graph, 8, false},
@@ -306,8 +309,8 @@ void add_bench_cg(CLI::App& bench) {
       "cg",
       "Seed 004's CG ladder (cuSPARSE + cuBLAS, then fused kernels), Eigen's ConjugateGradient on all host threads, "
       "and tally's CG (CPU; GPU persistent, graph, graph-unroll8, replayed8 and pipelined, CSR and matrix-free) on "
-      "27-point Poisson problems, Jacobi; every solve checked on the host before and after timing. Without a GPU "
-      "(or with --cpu): Eigen and tally-cpu only");
+      "27-point Poisson problems and --matrix files (no matrix-free rows for those), Jacobi; every solve checked on "
+      "the host before and after timing. Without a GPU (or with --cpu): Eigen and tally-cpu only");
   add_bench_options(*cmd, s->common);
   cmd->add_option("--grids", s->grids, "grid sizes g (g^3 rows), e.g. 31,64")
       ->delimiter(',')
@@ -316,7 +319,8 @@ void add_bench_cg(CLI::App& bench) {
   cmd->add_option("--f64-grids", s->f64_grids, "grids also run in f64 (a grid not in --grids: none)")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--matrix", s->matrices, "also Matrix Market files (f32, b = A x_true)")->check(CLI::ExistingFile);
+  cmd->add_option("--matrix", s->matrices, "also Matrix Market files (f32, b = A x_true; CSR rows only)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--rtol", s->rtol, "relative tolerance")->check(finite_number(true))->capture_default_str();
   cmd->add_option("--cpu-max-grid", s->cpu_max_grid, "largest grid for the host rows (Eigen, tally-cpu)")
       ->capture_default_str();

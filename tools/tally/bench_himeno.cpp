@@ -5,11 +5,11 @@
 // against one sweep of the original loop from the initial fields: p bit for
 // bit (the straightforward port: within 1e-6 relative, nvcc fuses its
 // multiply-adds), gosa bit for bit where the summation order is the
-// original's or the deterministic tree's; else against the exact sum of the
-// same squares within the rounding bound of the longest chain of float
-// additions the pattern can form, γ_L = L·u / (1 − L·u), u = 2^-24. (The
-// original's own float gosa drifts far from the exact sum at L and XL: once
-// the running sum passes 2^24 terms' worth, small terms are lost.)
+// original's or the deterministic tree's; else against the deterministic
+// gosa within L·u/2 (u = 2^-24), L the longest chain of float additions the
+// pattern can form (gosa_near_deterministic says why). (Float chains of the
+// benchmark's near-equal squares stall at L and XL: once the running sum
+// passes 2^24 terms' worth, each term is lost whole.)
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -64,7 +64,6 @@ struct reference {
   std::vector<float> p;
   float gosa_original = 0;       // the original loop's sum
   float gosa_deterministic = 0;  // the deterministic tree over the same squares
-  double gosa_exact = 0;         // the same squares summed in double
 };
 
 /// Warp-level atomic_add calls of one sweep, at most: two a warp on every tile
@@ -111,15 +110,25 @@ bench::check gosa_bit_equal(float got, float want) {
 }
 
 /// gosa summed in some order whose longest chain of float additions is
-/// `chain`: |got − exact| <= γ_chain·exact (all terms are >= 0).
-bench::check gosa_within_chain_bound(float got, double exact, double chain) {
-  const double lu = chain * std::ldexp(1.0, -24);
+/// `chain` (L), against the deterministic gosa `det` (a tree: within γ_64 of
+/// the exact sum). The benchmark's squares are nearly equal (the first
+/// sweep's are one value up to rounding), so a chain's rounding errors do not
+/// cancel as a random walk's would (sqrt(L)·u): each addition moves the
+/// running sum by at most half an ulp, with a sign that holds while the sum
+/// stays in one binade, up to 3/8·L·u for equal terms. Measured on the
+/// squares of sweeps 1-4 at XS, S and M (serial, shuffled and
+/// block-interleaved orders, OpenMP splits of 2-256 threads): up to 0.17·L·u,
+/// 30-75 times sqrt(L)·u. So the bound is L·u/2 + γ_64; past L·u = 1/2 the
+/// sum stalls (a term below half an ulp of it is lost whole) and only a
+/// finite gosa >= 0 is asked for.
+bench::check gosa_near_deterministic(float got, float det, double chain) {
+  constexpr double u = 0x1p-24;
   if (!(got >= 0) || !std::isfinite(got)) return bench::check::fail("gosa " + std::to_string(got) + " not finite >= 0");
-  const double error = std::abs(got - exact) / exact;
-  if (lu >= 1) return bench::check::pass("gosa finite (chain too long for a rounding bound)", error, NAN);
-  const double bound = lu / (1 - lu);
-  if (error <= bound) return bench::check::pass("gosa within chain bound", error, bound);
-  return bench::check::fail("gosa " + std::to_string(got) + " vs exact " + std::to_string(exact), error, bound);
+  const double error = std::abs(static_cast<double>(got) - det) / det;
+  if (chain * u > 0.5) return bench::check::pass("gosa finite (chain too long for a rounding bound)", error, NAN);
+  const double bound = chain * u / 2 + 64 * u / (1 - 64 * u);
+  if (error <= bound) return bench::check::pass("gosa near the deterministic one", error, bound);
+  return bench::check::fail("gosa " + std::to_string(got) + " vs deterministic " + std::to_string(det), error, bound);
 }
 
 /// Longest float-addition chain of an OpenMP reduction over n terms.
@@ -183,8 +192,8 @@ void run_bench_himeno(const bench_himeno_options& o) {
                                                        " trials, no warm-up, from 10^7 interior points (L, XL)"}});
   r.check_mode =
       "one sweep from the initial fields against the original loop: p bit-equal (baseline: 1e-6 relative), gosa "
-      "bit-equal for (5), (3) and deterministic, else within the rounding bound of its longest float-addition chain "
-      "against the exact sum";
+      "bit-equal for (5), (3) and deterministic, else within L u / 2 of the deterministic gosa, L its longest "
+      "float-addition chain";
   r.header = {"one call = one sweep (gosa included); x(5) = time of (5) / time of the row; %floor = time of 56 "
               "B/point at the read probe's bandwidth / time of the row"};
 
@@ -214,7 +223,6 @@ void run_bench_himeno(const bench_himeno_options& o) {
       std::vector<float> squares(static_cast<std::size_t>(g.interior()));
       ref.gosa_original = sweep_recording_squares(f, squares.data());
       ref.gosa_deterministic = deterministic_gosa(squares.data(), g, kMaxUnits, tree_of(default_variant(g)));
-      for (float v : squares) ref.gosa_exact += v;
       ref.p = f.p;
       restore_initial(f);
     }
@@ -231,15 +239,14 @@ void run_bench_himeno(const bench_himeno_options& o) {
       p.reset = [&f] { restore_initial(f); };
       p.run = [&f, &cpu_gosa, parallel] { cpu_gosa = parallel ? sweep_openmp(f, 1) : sweep_original(f, 1); };
       p.verify = [&f, &ref, &cpu_gosa, parallel, g] {
-        return both(compare_p(f.p, ref.p, 0), parallel
-                                                  ? gosa_within_chain_bound(cpu_gosa, ref.gosa_exact, openmp_chain(g.interior()))
-                                                  : gosa_bit_equal(cpu_gosa, ref.gosa_original));
+        return both(compare_p(f.p, ref.p, 0),
+                    parallel ? gosa_near_deterministic(cpu_gosa, ref.gosa_deterministic, openmp_chain(g.interior()))
+                             : gosa_bit_equal(cpu_gosa, ref.gosa_original));
       };
       bench::measure(host, p, proto);
     }
     if (!gpu) continue;
 
-    const std::int64_t needed = device_bytes_needed(g, true);
     std::unique_ptr<gpu_problem> problem;
     try {
       problem = std::make_unique<gpu_problem>(g, true, stream->get());
@@ -247,7 +254,6 @@ void run_bench_himeno(const bench_himeno_options& o) {
       for (gpu_pattern pattern : kGpuPatterns) bench::add_not_run(r, proto, label(pattern), e.what());
       continue;
     }
-    (void)needed;
     bench::harness device = bench::gpu_harness(r, stream->get(), o.common.trials);
     for (gpu_pattern pattern : kGpuPatterns) {
       bench::peer p;
@@ -267,11 +273,11 @@ void run_bench_himeno(const bench_himeno_options& o) {
           case gpu_pattern::deterministic: return both(p_check, gosa_bit_equal(gosa, ref.gosa_deterministic));
           case gpu_pattern::host_serial: return both(p_check, gosa_bit_equal(gosa, ref.gosa_original));
           case gpu_pattern::host_openmp:
-            return both(p_check, gosa_within_chain_bound(gosa, ref.gosa_exact, openmp_chain(g.interior())));
+            return both(p_check, gosa_near_deterministic(gosa, ref.gosa_deterministic, openmp_chain(g.interior())));
           case gpu_pattern::warp_aggregated:  // one aggregated atomic per warp call, each a 32-lane tree
-            return both(p_check, gosa_within_chain_bound(gosa, ref.gosa_exact, warp_calls(g) + 5));
+            return both(p_check, gosa_near_deterministic(gosa, ref.gosa_deterministic, warp_calls(g) + 5));
           default:  // atomic, baseline: one atomicAdd a point
-            return both(p_check, gosa_within_chain_bound(gosa, ref.gosa_exact, n));
+            return both(p_check, gosa_near_deterministic(gosa, ref.gosa_deterministic, n));
         }
       };
       bench::measure(device, p, proto);

@@ -1,10 +1,10 @@
 // `tally bench reduce` on the CPU backend: tally::cpu (plain and compensated)
 // against Eigen's single-threaded sum()/dot(), a plain OpenMP
-// `parallel for simd reduction` and a host read probe (every OpenMP thread
-// reading its share as several streams), on the same buffers, each size's
-// rows timed with their trials interleaved and checked against the exact
-// integer reference before and after timing. What the CPU backend's bar
-// (issue 7, item 9) is read from.
+// `parallel for simd reduction` and the host read probe (host_read_probe.hpp:
+// every OpenMP thread reading its share as several streams), on the same
+// buffers, each size's rows timed with their trials interleaved and checked
+// against the exact integer reference before and after timing. What the CPU
+// backend's bar (issue 7, item 9) is read from.
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
@@ -14,10 +14,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <omp.h>
-
 #include "bench_reduce_args.hpp"
 #include "compare.hpp"
+#include "host_read_probe.hpp"
 #include "measure.hpp"
 #include "output.hpp"
 #include "reduce_inputs.hpp"
@@ -33,51 +32,6 @@ namespace {
 
 using bench::json;
 using bench::row;
-
-/// Below this many elements the OpenMP loops run on one thread, as a careful
-/// OpenMP user would write them: waking threads costs more than the work.
-constexpr std::int64_t kParallelFrom = 32768;
-
-/// Sequential streams each thread reads at once, far apart (one per eighth
-/// of its share): one stream a core leaves the prefetchers short of lines in
-/// flight. On a 2-core Xeon (AVX-512), 2^25 words: one `parallel for simd`
-/// stream 20 GB/s, 8 streams of scalar words 30, 8 streams of 64-byte lines
-/// 38. The probe must read at least as fast as any reduction does.
-constexpr std::int64_t kProbeStreams = 8;
-constexpr std::int64_t kLineWords = 8;  // 64 bytes
-
-/// XOR of words [lo, hi): kProbeStreams streams, one 64-byte line of each per
-/// step (each line XORed in a vector register: cloned for AVX-512 and AVX2,
-/// picked at load time), then the words left over.
-__attribute__((target_clones("avx512f", "avx2", "default"))) std::uint64_t xor_streams(const std::uint64_t* words,
-                                                                                      std::int64_t lo,
-                                                                                      std::int64_t hi) {
-  const std::int64_t lines = (hi - lo) / (kLineWords * kProbeStreams);  // per stream
-  std::uint64_t part[kProbeStreams][kLineWords] = {};
-  for (std::int64_t i = 0; i < lines; ++i)
-    for (std::int64_t k = 0; k < kProbeStreams; ++k)
-      for (std::int64_t j = 0; j < kLineWords; ++j) part[k][j] ^= words[lo + (k * lines + i) * kLineWords + j];
-  std::uint64_t acc = 0;
-  for (std::int64_t i = lo + kProbeStreams * lines * kLineWords; i < hi; ++i) acc ^= words[i];
-  for (const auto& stream : part)
-    for (const std::uint64_t w : stream) acc ^= w;
-  return acc;
-}
-
-/// The host read probe: every OpenMP thread XORs its contiguous share of
-/// 8-byte words with xor_streams. Returns the XOR of all words, whatever the
-/// thread count (XOR is order-free), so that it can be checked.
-std::uint64_t read_probe_host(const void* data, std::size_t bytes) {
-  const auto* words = static_cast<const std::uint64_t*>(data);
-  const auto count = static_cast<std::int64_t>(bytes / 8);
-  std::uint64_t acc = 0;
-#pragma omp parallel reduction(^ : acc) if (count >= kParallelFrom)
-  {
-    const std::int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-    acc ^= xor_streams(words, count * t / threads, count * (t + 1) / threads);
-  }
-  return acc;
-}
 
 /// The earlier probe, kept as a row to show what one stream a thread reads:
 /// `parallel for simd` over all words.

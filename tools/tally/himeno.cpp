@@ -2,7 +2,7 @@
 // original program: a rehearsal of 3 sweeps, then enough sweeps for the
 // requested time (or a fixed number), gosa after the last one, MFLOPS; plus
 // GFLOPS and the share of the 56 B/point memory-traffic floor at the read
-// probe's bandwidth.
+// probe's bandwidth (the GPU's, or with --cpu the host's: host_read_probe.hpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -13,12 +13,14 @@
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include "cli_checks.hpp"
 #include "commands.hpp"
 #include "cpu.hpp"
 #include "gpu.hpp"
 #include "himeno_shared.hpp"
+#include "host_read_probe.hpp"
 #include "peers/reduce_peers.hpp"
 #include "problem.hpp"
 #include "run_info.hpp"
@@ -71,6 +73,9 @@ struct himeno_options {
   std::string variant;    // "": the default sweep variant
 };
 
+/// The host read probe's buffer: well past any host's last-level cache.
+constexpr std::size_t kHostProbeBytes = std::size_t{256} << 20;
+
 using steady = std::chrono::steady_clock;
 double since(steady::time_point start) { return std::chrono::duration<double>(steady::now() - start).count(); }
 
@@ -78,8 +83,7 @@ double mflops(const grid_size& g, int sweeps, double seconds) {
   return g.flops_per_sweep() * sweeps / seconds * 1e-6;
 }
 
-/// Runs `sweeps` sweeps and returns {gosa, seconds}, by the wall clock as
-/// the original times itself (for the GPU: from the first launch to gosa on the host).
+/// A run's last gosa and how long it took.
 struct timed {
   float gosa;
   double seconds;
@@ -118,6 +122,9 @@ void run_himeno(const himeno_options& o) {
   double probe_gbps = 0;
   if (o.cpu) {
     host = std::make_unique<host_fields>(make_host_fields(g));
+    probe_gbps = host_read_probe_gbps(kHostProbeBytes, 5);
+    std::printf("read probe: %.1f GB/s over %.0f MiB (host, %d OpenMP threads, %d streams each)\n", probe_gbps,
+                kHostProbeBytes / 1048576.0, omp_get_max_threads(), static_cast<int>(kProbeStreams));
   } else {
     const bool host_patterns = pattern == gpu_pattern::host_serial || pattern == gpu_pattern::host_openmp;
     gpu = std::make_unique<gpu_problem>(g, host_patterns);  // checks device memory first
@@ -129,6 +136,8 @@ void run_himeno(const himeno_options& o) {
       std::printf("read probe: not run (under 256 MiB of device memory left)\n");
     out["metadata"] = bench::gpu_run_metadata();
   }
+  // Runs n sweeps and returns {gosa, seconds}, by the wall clock as the
+  // original times itself (for the GPU: from the first launch to gosa on the host).
   auto sweeps_of = [&](int n) -> timed {
     const auto start = steady::now();
     float gosa = 0;
@@ -163,7 +172,11 @@ void run_himeno(const himeno_options& o) {
     out["tolerance"] = o.tolerance;
     out["converged"] = c.converged;
   } else {
-    sweeps = o.sweeps > 0 ? o.sweeps : std::max(1, static_cast<int>(target / (rehearsal.seconds / kRehearsal)));
+    // Clamped to what --sweeps allows before the cast: converting a double
+    // past INT_MAX (a long --seconds over a fast rehearsal) is undefined.
+    constexpr double kMostSweeps = 1 << 30;
+    sweeps = o.sweeps > 0 ? o.sweeps
+                          : static_cast<int>(std::clamp(target / (rehearsal.seconds / kRehearsal), 1.0, kMostSweeps));
     std::printf(" Now, start the actual measurement process.\n");
     std::printf(" The loop will be excuted in %d times\n", sweeps);
     std::printf(" This will take about %.0f seconds.\n", sweeps * rehearsal.seconds / kRehearsal);

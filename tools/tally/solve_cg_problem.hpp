@@ -28,6 +28,9 @@ struct cg_problem {
   bool has_csr = false;
   solvers::host_csr<T, std::int32_t> a;  ///< when has_csr
   std::vector<T> b;
+  /// Whether the problem has a matrix-free operator: Poisson problems do, files do not.
+  bool has_stencil() const { return points != 0; }
+  /// The matrix-free operator. Pre: has_stencil() (a file problem throws tally::invalid_argument).
   solvers::stencil_operator<T> stencil() const { return solvers::stencil_operator<T>::make(grid, points); }
 };
 
