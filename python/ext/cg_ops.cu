@@ -1,7 +1,8 @@
 // cg: tally::solvers::cg on a CSR matrix (float32/float64 values, int32/int64
-// indices), after checking the matrix's structure with tally's own reductions
-// (a bad offset or column would otherwise make the solver read outside the
-// arrays), or on the matrix-free Poisson stencil.
+// indices), its structure checked by the library on either backend
+// (cg_options::check_matrix = always: a bad offset or column would otherwise
+// make the solver read outside the arrays; the call waits anyway), or on the
+// matrix-free Poisson stencil.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,69 +15,6 @@
 namespace tally_py {
 
 namespace {
-
-/// 1 where a row ends before it starts (offsets[i + 1] < offsets[i]).
-struct decreasing {
-  template <class I>
-  TALLY_HD_INLINE std::int64_t operator()(I next, I first) const {
-    return next < first ? 1 : 0;
-  }
-};
-
-/// 1 for a column index outside [0, cols).
-struct column_outside {
-  std::int64_t cols;
-  template <class I>
-  TALLY_HD_INLINE std::int64_t operator()(I column) const {
-    return (column < 0 || static_cast<std::int64_t>(column) >= cols) ? 1 : 0;
-  }
-};
-
-[[noreturn]] void bad_matrix(const std::string& problem) {
-  throw tally::invalid_argument("tally.cg: argument 'A' " + problem);
-}
-
-/// The counts of decreasing offsets and of columns outside the matrix, and
-/// the first and last offsets, computed on the call's backend.
-template <class I>
-void check_structure(const place& where, const csr_matrix& A) {
-  const auto* offsets = static_cast<const I*>(A.offsets.data);
-  const auto* columns = static_cast<const I*>(A.columns.data);
-  const std::int64_t nnz = A.columns.n;
-  std::int64_t bad[2] = {0, 0};  // decreasing offsets, columns outside
-  I ends[2] = {0, 0};            // offsets[0], offsets[rows]
-  const auto count = [&](const auto& backend, std::int64_t* out) {
-    tally::transform_reduce(backend, offsets + 1, offsets, A.rows, out, decreasing{}, tally::plus{});
-    tally::transform_reduce(backend, columns, nnz, out + 1, column_outside{A.cols}, tally::plus{});
-  };
-  if (!where.gpu) {
-    count(tally::cpu, bad);
-    ends[0] = offsets[0];
-    ends[1] = offsets[A.rows];
-  } else {
-    std::int64_t* device = nullptr;
-    TALLY_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&device), sizeof bad, where.stream));
-    try {
-      count(tally::gpu.on(where.stream), device);
-      TALLY_CUDA(cudaMemcpyAsync(bad, device, sizeof bad, cudaMemcpyDeviceToHost, where.stream));
-      TALLY_CUDA(cudaMemcpyAsync(&ends[0], offsets, sizeof(I), cudaMemcpyDeviceToHost, where.stream));
-      TALLY_CUDA(cudaMemcpyAsync(&ends[1], offsets + A.rows, sizeof(I), cudaMemcpyDeviceToHost, where.stream));
-    } catch (...) {
-      cudaFreeAsync(device, where.stream);
-      throw;
-    }
-    TALLY_CUDA(cudaFreeAsync(device, where.stream));
-    TALLY_CUDA(cudaStreamSynchronize(where.stream));
-  }
-  if (ends[0] != 0) bad_matrix("has row offsets starting at " + std::to_string(ends[0]) + ", not 0");
-  if (static_cast<std::int64_t>(ends[1]) != nnz)
-    bad_matrix("has row offsets ending at " + std::to_string(ends[1]) + " but " + std::to_string(nnz) +
-               " stored entries");
-  if (bad[0] > 0)
-    bad_matrix("has row offsets that decrease (" + std::to_string(bad[0]) + " rows end before they start)");
-  if (bad[1] > 0)
-    bad_matrix("has " + std::to_string(bad[1]) + " column indices outside [0, " + std::to_string(A.cols) + ")");
-}
 
 const char* status_name(tally::solvers::cg_status s) {
   using tally::solvers::cg_status;
@@ -109,6 +47,7 @@ cg_report solve(const place& where, const Op& A, const view& b, const view* x0, 
       settings.jacobi ? tally::solvers::cg_preconditioner::jacobi : tally::solvers::cg_preconditioner::none;
   o.pipelined = settings.pipelined;
   o.history = history;
+  o.check_matrix = tally::solvers::cg_matrix_check::always;
   auto* xs = static_cast<V*>(x.data);
   const auto* bs = static_cast<const V*>(b.data);
   const std::size_t bytes = static_cast<std::size_t>(x.n) * sizeof(V);
@@ -142,7 +81,6 @@ cg_report cg(const place& where, const csr_matrix& A, const view& b, const view*
   cg_report report{};
   visit_integer(A.offsets.type, "cg", "A (its index arrays)", [&](auto index_tag) {
     using I = typename decltype(index_tag)::type;
-    check_structure<I>(where, A);
     visit_float(A.values.type, "cg", "A (its values)", [&](auto value_tag) {
       using V = typename decltype(value_tag)::type;
       const tally::solvers::csr_view<V, I> matrix{A.rows,
