@@ -146,7 +146,8 @@ struct phases {
       for (int t = 0; t < V; ++t) w.v[t] = detail::direction_value(zv.v[t], pv.v[t], beta);
       device::store_vector<T, V, true>(to + i0, w);
     }
-    for (std::int64_t i = i0; i < end && i < i0 + V; ++i) to[i] = detail::direction(v, from, i, beta, fresh_read<Persistent>{});
+    for (std::int64_t i = i0; i < end && i < i0 + V; ++i)
+      to[i] = detail::direction(v, from, i, beta, fresh_read<Persistent>{});
   }
   /// search() once store_directions has stored every row's new direction
   /// (and a barrier or a kernel boundary has passed): the neighbours' read.
