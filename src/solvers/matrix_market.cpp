@@ -24,7 +24,18 @@ matrix_market_error::matrix_market_error(const std::string& file, std::int64_t l
 
 namespace {
 
-enum class field { real, integer, pattern };
+/// The banner's name of a field.
+const char* field_name_of(matrix_market_field f) {
+  switch (f) {
+    case matrix_market_field::real:
+      return "real";
+    case matrix_market_field::integer:
+      return "integer";
+    case matrix_market_field::pattern:
+      return "pattern";
+  }
+  return "?";
+}
 
 /// Walks the text line by line, counting lines, and splits lines into tokens.
 class line_reader {
@@ -135,10 +146,10 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
   const bool dense = format == "array";
   if (!dense && format != "coordinate")
     in.fail("bad banner: format " + shown(banner[2]) + " is not 'coordinate' or 'array'");
-  field kind;
-  if (field_name == "real") kind = field::real;
-  else if (field_name == "integer") kind = field::integer;
-  else if (field_name == "pattern" && !dense) kind = field::pattern;
+  matrix_market_field kind;  // the writer's enum: one name for what a file's entries hold
+  if (field_name == "real") kind = matrix_market_field::real;
+  else if (field_name == "integer") kind = matrix_market_field::integer;
+  else if (field_name == "pattern" && !dense) kind = matrix_market_field::pattern;
   else in.fail("bad banner: field " + shown(banner[3]) + " is not supported (real, integer" +
                (dense ? ")" : ", pattern)"));
   coordinate_matrix m;
@@ -184,7 +195,7 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
   m.col.reserve(plausible * mirrored);
   m.value.reserve(plausible * mirrored);
 
-  const std::size_t per_entry = dense ? 1 : (kind == field::pattern ? 2 : 3);
+  const std::size_t per_entry = dense ? 1 : (kind == matrix_market_field::pattern ? 2 : 3);
   for (std::int64_t k = 0; k < entries; ++k) {
     if (!in.next_data(line))
       in.fail("truncated file: expected " + std::to_string(entries) + " entries, found " + std::to_string(k),
@@ -207,8 +218,9 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
         in.fail("column index " + std::to_string(j + 1) + " is out of range 1.." + std::to_string(m.cols));
       if (m.symmetric && j > i) in.fail("entry above the diagonal in a symmetric file (only the lower triangle is stored)");
     }
-    if (kind == field::real) v = parse_real(t[per_entry - 1], in);
-    else if (kind == field::integer) v = static_cast<double>(parse_integer(t[per_entry - 1], "value", in));
+    if (kind == matrix_market_field::real) v = parse_real(t[per_entry - 1], in);
+    else if (kind == matrix_market_field::integer)
+      v = static_cast<double>(parse_integer(t[per_entry - 1], "value", in));
     m.row.push_back(i);
     m.col.push_back(j);
     m.value.push_back(v);
@@ -350,17 +362,6 @@ void check_integers(const csr_view<Value, Index>& a) {
     }
 }
 
-const char* field_name(matrix_market_field f) {
-  switch (f) {
-    case matrix_market_field::real:
-      return "real";
-    case matrix_market_field::integer:
-      return "integer";
-    case matrix_market_field::pattern:
-      return "pattern";
-  }
-  return "?";
-}
 
 }  // namespace
 
@@ -389,7 +390,7 @@ void write_matrix_market(const std::string& path, const csr_view<Value, Index>& 
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "w"), &std::fclose);
   if (!file) throw error("tally: cannot write Matrix Market file '" + path + "'");
   std::FILE* f = file.get();
-  std::fprintf(f, "%%%%MatrixMarket matrix coordinate %s %s\n%% written by tally\n", field_name(field),
+  std::fprintf(f, "%%%%MatrixMarket matrix coordinate %s %s\n%% written by tally\n", field_name_of(field),
                symmetric ? "symmetric" : "general");
   std::fprintf(f, "%lld %lld %lld\n", static_cast<long long>(a.rows), static_cast<long long>(a.cols),
                static_cast<long long>(listed));

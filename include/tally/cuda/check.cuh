@@ -22,6 +22,14 @@ inline void check_cuda(cudaError_t status, const char* what) {
   }
 }
 
+/// True while `stream` is being captured into a CUDA graph: a call that would
+/// wait for it (read a result back, synchronise) must refuse then.
+inline bool stream_is_captured(cudaStream_t stream) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  check_cuda(cudaStreamIsCapturing(stream, &capture), "cudaStreamIsCapturing");
+  return capture != cudaStreamCaptureStatusNone;
+}
+
 }  // namespace tally::detail
 
 /// Checks a CUDA runtime call, naming it in the error.

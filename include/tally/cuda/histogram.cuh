@@ -180,9 +180,7 @@ void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, cons
 /// which a stream being captured into a CUDA graph cannot do: refused before
 /// anything is recorded, pointing at the form that does not wait.
 inline void refuse_waiting_capture(const gpu_backend& gpu, const char* function) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  TALLY_CUDA(cudaStreamIsCapturing(gpu.stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone)
+  if (stream_is_captured(gpu.stream))
     throw_invalid_argument(function, "options.errors",
                            "is null, so this checked call waits for the stream to report errors in the data, which "
                            "a stream being captured into a CUDA graph cannot do; give options.errors (device "

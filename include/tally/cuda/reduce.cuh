@@ -116,9 +116,7 @@ void execute_reduce(const gpu_backend& gpu, const Source& source, const Op& op, 
 /// they cannot be captured in a CUDA graph (use reduce() into device memory).
 template <class Out, class Run>
 Out value_of(const gpu_backend& gpu, const Run& run) {
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  TALLY_CUDA(cudaStreamIsCapturing(gpu.stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone)
+  if (stream_is_captured(gpu.stream))
     throw error("tally: the value-returning forms (sum) allocate and wait for the stream, which a stream being "
                 "captured into a CUDA graph cannot do; capture reduce() into device memory instead");
   Out* result = nullptr;

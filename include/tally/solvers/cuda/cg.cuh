@@ -149,9 +149,7 @@ void check_gpu_arguments(const gpu_backend& gpu, const Op& A, const T* b, const 
   if constexpr (is_csr_view<Op>) {
     check_csr_device_pointers("cg", "A", A);
     if (checks_matrix(o, true)) {
-      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-      TALLY_CUDA(cudaStreamIsCapturing(gpu.stream, &capture));
-      if (capture != cudaStreamCaptureStatusNone)
+      if (tally::detail::stream_is_captured(gpu.stream))
         tally::detail::throw_invalid_argument("cg", "options.check_matrix",
                                               "is always, which waits for the device: not possible while the "
                                               "stream is captured (validate_csr the matrix before the capture)");
