@@ -7,10 +7,12 @@
 // others were applied.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "test_index_add_support.hpp"
@@ -43,7 +45,8 @@ int derived_scale(row_case<I, V>& c) {
 
 /// out as the deterministic mode must leave it for scale s: per reached
 /// element Q = Σ round(v·2^s) over its rows (values that are not finite count
-/// as 0), delta = Q·2^-s rounded to V, out + delta rounded to V.
+/// as 0), delta = Q·2^-s rounded to V, out + delta rounded to V; an element
+/// with Q = 0 keeps its bits.
 template <class I, class V>
 std::vector<V> fixed_point_reference(row_case<I, V>& c, int s) {
   std::vector<long long> q(c.out.size(), 0);
@@ -54,7 +57,7 @@ std::vector<V> fixed_point_reference(row_case<I, V>& c, int s) {
   });
   std::vector<V> out = c.out;
   for (std::size_t e = 0; e < out.size(); ++e) {
-    if (!reached[e]) continue;
+    if (!reached[e] || q[e] == 0) continue;
     const long double delta = round_to<V>(std::ldexp(static_cast<long double>(q[e]), -s));
     if constexpr (std::is_same_v<V, double>) {
       out[e] = convert<double>(out[e]) + static_cast<double>(delta);  // one IEEE double rounding
@@ -265,6 +268,79 @@ TYPED_TEST(IndexAddDeterministic, BitsDoNotDependOnOrderGridStrategyOrBackend) {
   check_bits_stable<TypeParam, std::int32_t, double>();
   check_bits_stable<TypeParam, std::int32_t, half>();
   check_bits_stable<TypeParam, std::int64_t, bfloat16>();
+}
+
+/// V with the given bits.
+template <class V, class Bits>
+V from_bits(Bits bits) {
+  static_assert(sizeof(V) == sizeof(Bits));
+  V v;
+  std::memcpy(static_cast<void*>(&v), &bits, sizeof(V));
+  return v;
+}
+
+/// A quiet NaN of V whose payload is not the default one.
+template <class V>
+V odd_nan() {
+  if constexpr (std::is_same_v<V, double>) return from_bits<V>(std::uint64_t{0x7ff8'0000'dead'beefull});
+  else if constexpr (std::is_same_v<V, float>) return from_bits<V>(std::uint32_t{0x7fc0'1234u});
+  else if constexpr (std::is_same_v<V, half>) return from_bits<V>(std::uint16_t{0x7e05u});
+  else return from_bits<V>(std::uint16_t{0x7fc5u});
+}
+
+/// Elements whose fixed-point sum is exactly zero (rows that cancel: v and
+/// -v on one key) keep their bits -- -0, a NaN's payload -- as the elements
+/// no row names do, on every strategy and width (the single-column
+/// scatter-add included); the other elements get out + sum.
+template <class Side, class I, class V>
+void check_zero_sums_keep_bits() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t rows = 400, out_rows = 6, keys_used = 5;  // out row 5: named by no row
+  for (const std::int64_t cols : {std::int64_t{1}, std::int64_t{5}, std::int64_t{40}}) {
+    row_case<I, V> c(rows, cols, out_rows, 0, 0, 0);
+    c.index.resize(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) c.index[static_cast<std::size_t>(i)] = static_cast<I>(i % keys_used);
+    c.fill([&] { return scaled_value<V>(rng, -8, top_exponent<V>()); });
+    // Keys 0 and 1: each of the second half's rows negates the first half's row of the same key.
+    for (std::int64_t i = rows / 2; i < rows; ++i)
+      if (i % keys_used < 2)
+        for (std::int64_t j = 0; j < cols; ++j) c.at(i, j) = exactly<V>(-to_long_double(c.at(i - rows / 2, j)));
+    for (std::int64_t j = 0; j < cols; ++j) {
+      c.out_at(0, j) = convert<V>(-0.0f);
+      c.out_at(1, j) = odd_nan<V>();
+      c.out_at(5, j) = odd_nan<V>();
+    }
+    const auto before = c.out;
+    const auto want = bits_of(fixed_point_reference(c, derived_scale(c)));
+    device_case<I, V> d(Side::on_gpu, c);
+    for (const auto strategy : kIndexAddStrategies) {
+      SCOPED_TRACE(c.describe() + ", " + tally::to_string(strategy));
+      d.reset(c);
+      index_add_options opts;
+      opts.deterministic = true;
+      opts.strategy = strategy;
+      run_case<Side>(d, c, plus{}, opts);
+      const auto got = d.out.read();
+      EXPECT_EQ(bits_of(got), want);
+      for (const std::int64_t k : {std::int64_t{0}, std::int64_t{1}, std::int64_t{5}}) {
+        const auto first = static_cast<std::size_t>(k * c.out_stride);
+        EXPECT_EQ(std::memcmp(&got[first], &before[first], static_cast<std::size_t>(cols) * sizeof(V)), 0)
+            << "out row " << k << " changed";
+      }
+      const auto row2 = 2 * static_cast<std::size_t>(c.out_stride);
+      EXPECT_NE(std::memcmp(&got[row2], &before[row2], static_cast<std::size_t>(cols) * sizeof(V)), 0)
+          << "out row 2 (its rows do not cancel) unchanged";
+      EXPECT_TRUE(d.out.guards_intact());
+    }
+  }
+}
+
+TYPED_TEST(IndexAddDeterministic, ElementsWhoseSumIsZeroKeepTheirBits) {
+  check_zero_sums_keep_bits<TypeParam, std::int32_t, float>();
+  check_zero_sums_keep_bits<TypeParam, std::int64_t, double>();
+  check_zero_sums_keep_bits<TypeParam, std::int32_t, half>();
+  check_zero_sums_keep_bits<TypeParam, std::int64_t, bfloat16>();
 }
 
 // At the contract's limit (n = rows = 1025: |v|·2^s < 2^51): the largest

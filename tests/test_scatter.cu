@@ -154,6 +154,56 @@ TYPED_TEST(Scatter, DeterministicSumsAreBitwiseStable) {
   }
 }
 
+/// Deterministic sums into bins whose sum is exactly zero -- no element lands
+/// there, or the values cancel (v and -v) -- leave those bins as they were,
+/// bit for bit (-0, a NaN's payload); the other bins get out + sum. Every
+/// strategy that fits, the CPU with one thread the reference.
+TYPED_TEST(Scatter, DeterministicZeroSumsLeaveTheirBinsAsTheyWere) {
+  using S = TypeParam;
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::size_t n = 4000;
+  for (std::int64_t size : {8, 30000}) {
+    // Bins 0 and 1: pairs that cancel; bins 2..5: random values; the others
+    // (below 30000) uniform, every second bin left empty.
+    std::vector<std::int32_t> index(n);
+    std::vector<double> value(n);
+    for (std::size_t i = 0; i < n; i += 2) {
+      const auto bin = static_cast<std::int32_t>(size == 8 ? i / 2 % 6 : 2 * rng.integer(0, size / 2 - 1));
+      const double v = std::ldexp(rng.real(-1.0, 1.0), static_cast<int>(rng.integer(-20, 20)));
+      index[i] = index[i + 1] = bin;
+      value[i] = v;
+      value[i + 1] = bin < 2 ? -v : std::ldexp(rng.real(-1.0, 1.0), static_cast<int>(rng.integer(-20, 20)));
+    }
+    std::vector<double> start(static_cast<std::size_t>(size));
+    for (auto& v : start) v = rng.real(-1.0, 1.0);
+    start[0] = -0.0;
+    std::uint64_t nan_bits = 0x7ff8'0000'dead'beefull;
+    std::memcpy(&start[1], &nan_bits, sizeof(double));
+    std::memcpy(&start[static_cast<std::size_t>(size) - 1], &nan_bits, sizeof(double));  // an empty bin
+    tally::histogram_options det;
+    det.deterministic = true;
+    auto reference = start;
+    tally::scatter_reduce(tally::cpu.with_threads(1), index.data(), value.data(), static_cast<std::int64_t>(n),
+                          reference.data(), size, tally::plus{}, det);
+    EXPECT_EQ(std::memcmp(reference.data(), start.data(), 2 * sizeof(double)), 0) << "bins 0 and 1 changed";
+    EXPECT_EQ(std::memcmp(&reference.back(), &start.back(), sizeof(double)), 0) << "the empty last bin changed";
+    buffer<std::int32_t> idx(S::on_gpu, n);
+    buffer<double> val(S::on_gpu, n), out(S::on_gpu, static_cast<std::size_t>(size));
+    idx.write(index);
+    val.write(value);
+    for (auto s : kAllStrategies) {
+      if (S::on_gpu && !strategy_fits(s, size, 8)) continue;
+      tally::histogram_options opts = det;
+      opts.strategy = s;
+      out.write(start);
+      tally::scatter_reduce(S::backend(), idx.data(), val.data(), static_cast<std::int64_t>(n), out.data(), size,
+                            tally::plus{}, opts);
+      EXPECT_TRUE(bitwise_equal(out.read(), reference)) << "size=" << size << " " << tally::to_string(s);
+    }
+  }
+}
+
 /// Keys skewed as hot_keys expects them: 40 % on one key, 20 % on three, 10 %
 /// on 300 (each still above the sample's 0.1 % threshold only in part), the
 /// rest uniform over `size`, shuffled.

@@ -17,7 +17,13 @@
 // when a few keys take most rows. plain_atomics, one
 // atomic per element, and the other two can be forced through
 // options.strategy (for comparisons); options.chosen reports the one that
-// ran. The CPU backend groups the rows by blocks of output rows
+// ran. A single-column sum (cols == 1, both strides 1, float or double, the
+// automatic strategy) is a scatter-add, and the GPU runs it as scatter_reduce
+// does (histogram.hpp): per-block shared-memory sums where out fits a block,
+// else hot_keys -- the keys a sample finds frequent summed in each block's
+// shared memory, the rest by global atomics -- so one key taking most rows
+// costs no contention; options.chosen then reports shared_memory, hot_keys or
+// aggregated_atomics. The CPU backend groups the rows by blocks of output rows
 // (in row order) and sums each block's rows in a private, cache-sized buffer
 // with no atomics, so its results do not depend on the thread count.
 //
@@ -146,7 +152,8 @@ namespace tally {
 /// element are summed exactly in int64, and the element receives the exact
 /// sum q·2^-s rounded once to V (correctly rounded for every V, also half
 /// and bfloat16; for double, except below 2^-1022), which is then added to
-/// out (one more rounding to V). The derived scale looks at every src value
+/// out (one more rounding to V). An element whose integer sum is exactly 0
+/// (its values cancelled) keeps its bits, as the elements no row reaches do. The derived scale looks at every src value
 /// (rows with a bad index included). The bits are the same on every run, for
 /// any order of the rows, grid and strategy, and on both backends. A src
 /// value outside the contract (NaN, ±inf, or too large for a given scale) in
@@ -158,8 +165,9 @@ namespace tally {
 /// sum per 256 sorted rows and column; otherwise the int64 sums of the
 /// elements rows can reach -- out_rows × cols × 8 bytes plus 4 per output
 /// row, or, when it is smaller, rows × cols × 8 bytes plus 8 per output row --
-/// drawn from the workspace (workspace.hpp: it refuses to grow while its
-/// stream is captured).
+/// or, for a single-column sum run as scatter_reduce, out_rows × 8 bytes and
+/// what its strategy draws (a block's rows, the hot-key table) -- drawn from the workspace (workspace.hpp: it
+/// refuses to grow while its stream is captured).
 template <class Backend, class I, class V, class Op = plus>
 void index_add(const Backend& backend, const I* index, const V* src, std::int64_t rows, std::int64_t cols, V* out,
                std::int64_t out_rows, Op op = {}, const index_add_options& opts = {}) {

@@ -1,7 +1,8 @@
-// Fixed-point sums back to floating point, rounded once
-// (index_add's deterministic mode): q·2^-s correctly rounded to V, and the
-// addition of that to the output, also rounded once. Host and device share
-// these definitions, so both backends produce the same bits.
+// Fixed-point sums back to floating point, rounded once (the deterministic
+// modes of index_add, scatter_reduce and the weighted histograms): q·2^-s
+// correctly rounded to V, and the addition of that to the output, also
+// rounded once. Host and device share these definitions, so both backends
+// produce the same bits.
 #pragma once
 
 #include <cmath>
@@ -59,6 +60,18 @@ template <class V>
 TALLY_HD_INLINE V add_rounded(const V& out, const V& delta) {
   if constexpr (is_low_precision_v<V>) return convert<V>(convert<float>(out) + convert<float>(delta));
   else return out + delta;
+}
+
+/// out plus the fixed-point sum q·2^-s: add_rounded(out, fixed_point_to<V>(q, s)),
+/// or out itself, bit for bit, when q == 0. An element whose sum is exactly
+/// zero -- no value reached it, or its values cancelled -- is left as it was
+/// (-0 stays -0, a NaN keeps its payload): the GPU's scatter strategies do
+/// not mark the elements they reach, so "reached" cannot be told from
+/// "summed to zero", and this rule gives the same bits on every strategy
+/// and backend.
+template <class V>
+TALLY_HD_INLINE V add_fixed_point(const V& out, long long q, int s) {
+  return q == 0 ? out : add_rounded(out, fixed_point_to<V>(q, s));
 }
 
 }  // namespace tally::detail

@@ -56,7 +56,11 @@ struct histogram_options : options {
   /// Float/double sums in fixed point, so results are bitwise identical run
   /// to run, for any grid and strategy, and on both backends. Each value v is
   /// rounded to q = round(v·2^s) (an int64) and the q are summed exactly as
-  /// integers; out[k] receives the sum times 2^-s, rounded once.
+  /// integers; out[k] receives the sum times 2^-s, correctly rounded to the
+  /// output type, added to what out[k] held (rounded once more; histograms
+  /// start from zero). A bin whose integer sum is exactly 0 -- no element
+  /// landed in it, or their values cancelled -- keeps its bits (a -0 or a
+  /// NaN in scatter_reduce's out stays as it was).
   ///   - s derived (the default): s = 61 - e - ceil(log2 n), e the exponent
   ///     of the largest finite |v| over all n elements (those that land in no
   ///     bin included), so no sum can overflow; every value is kept to about

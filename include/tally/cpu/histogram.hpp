@@ -19,6 +19,7 @@
 
 #include <omp.h>
 
+#include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/scatter_calls.hpp"
 
 namespace tally::detail {
@@ -173,7 +174,7 @@ void run_deterministic(const cpu_backend& cpu, const A* a, const B* b, std::int6
     std::vector<long long> sums(static_cast<std::size_t>(bins), 0);
     cpu_histogram::scatter(cpu, items, bins, sums.data(), plus{});
     for (std::int64_t k = 0; k < bins; ++k)
-      out[k] = out[k] + static_cast<V>(std::ldexp(static_cast<double>(sums[k]), -bits));
+      out[k] = add_fixed_point(out[k], sums[k], bits);
   }
   cpu_histogram::report(cpu, items, bins, bad != 0, opts, function, values);
 }

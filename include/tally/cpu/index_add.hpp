@@ -149,7 +149,7 @@ struct fixed_point_policy {
   acc_type identity() const { return 0; }
   acc_type value(const V& v) const { return quantize(convert<double>(v)); }
   acc_type combine(acc_type a, acc_type x) const { return a + x; }
-  V finish(const V& out, acc_type a) const { return add_rounded(out, fixed_point_to<V>(a, bits)); }
+  V finish(const V& out, acc_type a) const { return add_fixed_point(out, a, bits); }
 };
 
 /// Sums every tile of `b` with `policy` and adds the sums to out.

@@ -155,13 +155,13 @@ recorded_errors read_recorded_errors(const gpu_backend& gpu, hk::error_words* wo
 
 /// Ends a call that may have recorded errors in the error words: checked
 /// calls report them (into opts.errors on the device, or by reading them
-/// back and throwing), and every call leaves the words zero.
-/// reporting: bad indices were recorded; deterministic: the fixed-point words
-/// were used (a bad value in them is named `values`).
-template <class Index>
+/// back and handing them to `throw_errors`, which throws as the caller names
+/// its arguments), and every call leaves the words zero. reporting: bad
+/// indices were recorded; deterministic: the fixed-point words were used.
+template <class Index, class ThrowErrors>
 void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, const Index* index, std::int64_t n,
-                    std::int64_t bins, bool reporting, bool deterministic, const histogram_options& opts,
-                    const char* function, const char* values) {
+                    bool reporting, bool deterministic, const histogram_options& opts,
+                    const ThrowErrors& throw_errors) {
   hk::error_words* words = scratch.words;
   if (opts.checks == check_mode::checked && opts.errors) {
     launch("launch of tally::kernels::histogram::publish_errors_kernel", launch_config(1, 1, 0, gpu.stream),
@@ -172,8 +172,16 @@ void finish_reports(const gpu_backend& gpu, const scatter_scratch& scratch, cons
     if (deterministic) TALLY_CUDA(cudaMemsetAsync(&words->fixed, 0, sizeof(words->fixed), gpu.stream));
     return;
   }
-  const recorded_errors seen = read_recorded_errors(gpu, words, index, n);
-  throw_data_errors(function, values, opts, seen.position, seen.index, bins, seen.fixed_point_bad, n);
+  throw_errors(read_recorded_errors(gpu, words, index, n));
+}
+
+/// The errors of a histogram or scatter_reduce: throw_data_errors, a bad value
+/// named `values`.
+inline auto scatter_data_errors(const char* function, const char* values, const histogram_options& opts,
+                                std::int64_t bins, std::int64_t n) {
+  return [=, &opts](const recorded_errors& seen) {
+    throw_data_errors(function, values, opts, seen.position, seen.index, bins, seen.fixed_point_bad, n);
+  };
 }
 
 /// A checked call that reads its error words back waits for the stream,
@@ -193,17 +201,12 @@ inline void clear_words(const gpu_backend& gpu, const scatter_scratch& scratch) 
   if (scratch.words) (void)cudaMemsetAsync(scratch.words, 0, sizeof(*scratch.words), gpu.stream);
 }
 
-}  // namespace gpu_histogram
 
-template <class T>
-void check_backend_memory(const gpu_backend&, const char* function, const char* argument, const T* p, std::int64_t n) {
-  check_device_pointer(function, argument, p, n);
-}
-
-template <class Items, class Out, class Op>
-void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
-                     const histogram_options& opts, const char* function, bool clear) {
-  using namespace gpu_histogram;
+/// execute_scatter, its data errors thrown by `throw_errors` (finish_reports).
+template <class Items, class Out, class Op, class ThrowErrors>
+void scatter_reporting(const gpu_backend& gpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
+                       const histogram_options& opts, const char* function, bool clear,
+                       const ThrowErrors& throw_errors) {
   const histogram_plan plan = plan_scatter<Items, Op>(items, bins, opts, function);  // may throw: nothing written yet
   const bool reporting = items.report_out_of_range && opts.checks == check_mode::checked;
   if (reporting && !opts.errors) refuse_waiting_capture(gpu, function);
@@ -223,14 +226,14 @@ void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bi
     clear_words(gpu, scratch);
     throw;
   }
-  finish_reports(gpu, scratch, items.a, items.n, bins, reporting, false, opts, function, nullptr);
+  finish_reports(gpu, scratch, items.a, items.n, reporting, false, opts, throw_errors);
 }
 
-template <class A, class B, class Key, class V>
-void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
-                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
-                       const char* values, bool clear) {
-  using namespace gpu_histogram;
+/// run_deterministic, its data errors thrown by `throw_errors` (finish_reports).
+template <class A, class B, class Key, class V, class ThrowErrors>
+void deterministic_reporting(const gpu_backend& gpu, const A* a, const B* b, std::int64_t n, std::int64_t bins,
+                             Key key, V* out, bool report_out_of_range, const histogram_options& opts,
+                             const char* function, bool clear, const ThrowErrors& throw_errors) {
   using Items = scatter_items<A, B, Key, fixed_point_value>;
   const bool derive = opts.fixed_point_bits == kDeriveFixedPointScale;
   const int bits = derive ? 0 : opts.fixed_point_bits;
@@ -290,7 +293,29 @@ void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int6
     clear_words(gpu, scratch);
     throw;
   }
-  finish_reports(gpu, scratch, a, n, bins, reporting, true, opts, function, values);
+  finish_reports(gpu, scratch, a, n, reporting, true, opts, throw_errors);
+}
+
+}  // namespace gpu_histogram
+
+template <class T>
+void check_backend_memory(const gpu_backend&, const char* function, const char* argument, const T* p, std::int64_t n) {
+  check_device_pointer(function, argument, p, n);
+}
+
+template <class Items, class Out, class Op>
+void execute_scatter(const gpu_backend& gpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
+                     const histogram_options& opts, const char* function, bool clear) {
+  gpu_histogram::scatter_reporting(gpu, items, bins, out, op, opts, function, clear,
+                                   gpu_histogram::scatter_data_errors(function, nullptr, opts, bins, items.n));
+}
+
+template <class A, class B, class Key, class V>
+void run_deterministic(const gpu_backend& gpu, const A* a, const B* b, std::int64_t n, std::int64_t bins, Key key,
+                       V* out, bool report_out_of_range, const histogram_options& opts, const char* function,
+                       const char* values, bool clear) {
+  gpu_histogram::deterministic_reporting(gpu, a, b, n, bins, key, out, report_out_of_range, opts, function, clear,
+                                         gpu_histogram::scatter_data_errors(function, values, opts, bins, n));
 }
 
 }  // namespace tally::detail

@@ -5,7 +5,9 @@
 // radix sort and the run kernel (kernels/index_add_sorted.cuh); a
 // deterministic call adds the kernels around its int64 sums
 // (kernels/index_add_fixed_point.cuh), or, for ordered sums, the sorted
-// runs' two finishing passes (kernels/index_add_ordered.cuh). All in stream
+// runs' two finishing passes (kernels/index_add_ordered.cuh). Single-column
+// float and double sums under the automatic strategy are scatter-adds and run
+// as the histogram family does (cuda/histogram.cuh). All in stream
 // order, without waiting, except to report errors found on the device in
 // checked mode (bad indices, values outside the fixed-point contract), which
 // reads the error words back -- unless histogram_options::errors is given,
@@ -16,6 +18,7 @@
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_runtime.h>
@@ -178,12 +181,48 @@ inline void clear_words(const gpu_backend& gpu, kernels::histogram::error_words*
   if (words) (void)cudaMemsetAsync(words, 0, sizeof(*words), gpu.stream);
 }
 
+/// Whether a sum of float or double values (the caller's condition) is
+/// scatter_reduce's problem in all but name: one column, both strides 1, the
+/// automatic strategy. Such
+/// calls go through the histogram family's planner
+/// (dispatch/histogram_strategy.hpp), whose hot_keys strategy sums the keys a
+/// sample finds frequent in each block's shared memory -- warp groups alone
+/// still send a key that takes half the rows 1/16 of those rows' atomics,
+/// all on one address (H100, 994 M float rows, half of them on one key:
+/// 56 ms) -- and whose shared_memory strategy keeps up to ~57K outputs in a
+/// block. Decided from sizes and options alone.
+template <class I, class V>
+bool single_column_scatter(const row_scatter<I, V>& p, const histogram_options& opts) {
+  return p.rows > 0 && p.cols == 1 && p.src_stride == 1 && p.out_stride == 1 &&
+         opts.strategy == histogram_strategy::automatic;
+}
+
+/// A single_column_scatter call through the histogram family (its plain or
+/// deterministic sum), with index_add's error reports. Pre: V float or double.
+template <class I, class V>
+void scatter_single_column(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out, bool deterministic,
+                           const index_add_options& opts) {
+  const auto throw_errors = [&](const gpu_histogram::recorded_errors& seen) {
+    throw_index_add_data_errors(opts, seen.position, seen.index, p.out_rows, seen.fixed_point_bad, p.rows);
+  };
+  if (deterministic) {
+    gpu_histogram::deterministic_reporting(gpu, p.index, p.src, p.rows, p.out_rows, index_key{}, out,
+                                           p.report_out_of_range, opts, kIndexAdd, false, throw_errors);
+  } else {
+    const scatter_items<I, V, index_key, plain_value<V>> items{p.report_out_of_range, p.index, p.src, p.rows, {}, {}};
+    gpu_histogram::scatter_reporting(gpu, items, p.out_rows, out, plus{}, opts, kIndexAdd, false, throw_errors);
+  }
+}
+
 }  // namespace gpu_index_add
 
 template <class I, class V, class Op>
 void execute_index_add(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out, const Op& op,
                        const index_add_options& opts) {
   using namespace gpu_index_add;
+  if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<V>) {  // (half, bfloat16: no such path)
+    if (single_column_scatter(p, opts)) return scatter_single_column(gpu, p, out, false, opts);
+  }
   const histogram_strategy strategy = strategy_of(p, opts);
   const bool checked = p.report_out_of_range;
   if (checked && !opts.errors) gpu_histogram::refuse_waiting_capture(gpu, kIndexAdd);
@@ -303,6 +342,9 @@ void run_index_add_deterministic(const gpu_backend& gpu, const row_scatter<I, V>
   namespace hk = kernels::histogram;
   // The int64 additions are exact in any order, so every strategy gives the
   // same bits.
+  if constexpr (std::is_floating_point_v<V>) {
+    if (single_column_scatter(p, opts)) return scatter_single_column(gpu, p, out, true, opts);
+  }
   const histogram_strategy strategy = strategy_of(p, opts);
   const bool checked = p.report_out_of_range;
   if (checked && !opts.errors) gpu_histogram::refuse_waiting_capture(gpu, kIndexAdd);

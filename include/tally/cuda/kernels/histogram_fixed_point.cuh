@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "tally/core/fixed_point.hpp"
+#include "tally/core/fixed_point_rounding.hpp"
 
 namespace tally::kernels::histogram {
 
@@ -46,14 +47,15 @@ __global__ void derive_scale_kernel(int headroom_bits, fixed_point_words* words)
   words->largest_bits = 0;
 }
 
-/// out[k] = out[k] + V(sums[k]·2^-s); s from *bits_on_device or `bits`.
+/// out[k] plus sums[k]·2^-s, each rounded once (add_fixed_point: left as it
+/// was where sums[k] == 0); s from *bits_on_device or `bits`.
 template <class V>
 __global__ void fixed_point_finish_kernel(const long long* sums, std::int64_t bins, const int* bits_on_device,
                                           int bits, V* out) {
   const int s = bits_on_device ? *bits_on_device : bits;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < bins;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    out[k] = out[k] + static_cast<V>(ldexp(static_cast<double>(sums[k]), -s));
+    out[k] = ::tally::detail::add_fixed_point(out[k], sums[k], s);
 }
 
 }  // namespace tally::kernels::histogram

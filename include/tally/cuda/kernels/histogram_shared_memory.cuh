@@ -31,6 +31,7 @@
 #include <type_traits>
 
 #include "tally/core/fixed_point.hpp"
+#include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/scatter.hpp"
 #include "tally/cuda/device/warp_reduce.cuh"
 #include "tally/cuda/kernels/histogram_combine.cuh"
@@ -220,9 +221,9 @@ __global__ void __launch_bounds__(1024) shared_memory_kernel(Items items, Out* o
       if (total != 0) out[k] = out[k] + static_cast<Out>(total);
     });
   } else if constexpr (is_fixed_point_v<Items> && std::is_floating_point_v<Out>) {
-    // out[k] + V(sum · 2^-s) for every bin, as fixed_point_finish_kernel does.
+    // out[k] plus sum · 2^-s for every bin, as fixed_point_finish_kernel does.
     combine_rows(rows, count, p.stride, p.bins, 0ll, plus{}, [&](std::int64_t k, long long total) {
-      out[k] = out[k] + static_cast<Out>(ldexp(static_cast<double>(total), -scale_bits));
+      out[k] = ::tally::detail::add_fixed_point(out[k], total, scale_bits);
     });
   } else {
     const S identity = stored_identity<Items>(op);

@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (live) {
       V* o = out + key * p.out_stride + j;
-      *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[slot * p.cols + j], s));
+      *o = ::tally::detail::add_fixed_point(*o, sums[slot * p.cols + j], s);
     }
   }
 }

@@ -211,7 +211,7 @@ struct fixed_point_runs {
     V* o = out + key * out_stride + c;
 #pragma unroll
     for (int e = 0; e < kChunk<V>; ++e)
-      if (e < count) o[e] = ::tally::detail::add_rounded(o[e], ::tally::detail::fixed_point_to<V>(acc[e], s));
+      if (e < count) o[e] = ::tally::detail::add_fixed_point(o[e], acc[e], s);
   }
   __device__ __forceinline__ void piece(std::int64_t, std::int64_t c, const acc_type (&acc)[kChunk<V>], int count,
                                         const piece_at& at) const {
@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(kThreads)
     if (key == none || keys[s1] != key) return;
     if (s0 > 0 && keys[s0] == key && keys[s0 - 1] == key) return;  // the run started in an earlier task
     V* o = out + static_cast<std::int64_t>(key) * p.out_stride + col;
-    *o = ::tally::detail::add_rounded(*o, ::tally::detail::fixed_point_to<V>(sums[task * p.cols + col], s));
+    *o = ::tally::detail::add_fixed_point(*o, sums[task * p.cols + col], s);
   });
 }
 
