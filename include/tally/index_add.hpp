@@ -17,9 +17,9 @@
 // when a few keys take most rows. plain_atomics, one
 // atomic per element, and the other two can be forced through
 // options.strategy (for comparisons); options.chosen reports the one that
-// ran. A single-column sum (cols == 1, both strides 1, float or double, the
-// automatic strategy) is a scatter-add, and the GPU runs it as scatter_reduce
-// does (histogram.hpp): per-block shared-memory sums where out fits a block,
+// ran. A single-column sum (cols == 1, both strides 1, the automatic
+// strategy) is a scatter-add, and the GPU runs it as scatter_reduce does
+// (histogram.hpp; half and bfloat16 summed in a float copy of out): per-block shared-memory sums where out fits a block,
 // else hot_keys -- the keys a sample finds frequent summed in each block's
 // shared memory, the rest by global atomics -- so one key taking most rows
 // costs no contention; options.chosen then reports shared_memory, hot_keys or
@@ -90,6 +90,9 @@ namespace tally {
 ///     bfloat16 element is rounded once per warp group that reaches it; a
 ///     group's sum is rounded to V once more before its atomic addition);
 ///     plain_atomics: one atomic per element, each rounding to V;
+///     single-column sums (automatic, unit strides): combined in float
+///     (double) by shared-memory or global atomics, and a half or bfloat16
+///     element rounded once, out + its total;
 ///     sorted_rows: each index's rows are combined in float
 ///     (double) in row order, 256 sorted rows at a time, and each such result
 ///     is applied once -- rounded once to V with the output element when no

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "tally/core/config.hpp"
+#include "tally/core/types.hpp"
 
 namespace tally::detail {
 
@@ -59,7 +60,7 @@ struct fixed_point_value {
 
   template <class B>
   TALLY_HD_INLINE long long operator()(const B& b) const {
-    const double scaled = static_cast<double>(b) * (scale_on_device ? *scale_on_device : scale);
+    const double scaled = convert<double>(b) * (scale_on_device ? *scale_on_device : scale);
     if (!(scaled > -limit && scaled < limit)) {
 #if defined(__CUDA_ARCH__)
       atomicOr(bad, 1u);

@@ -26,6 +26,7 @@
 #include "tally/cuda/dispatch/histogram_strategy.hpp"
 #include "tally/cuda/dispatch/pointer_checks.hpp"
 #include "tally/cuda/kernels/histogram_errors.cuh"
+#include "tally/cuda/kernels/histogram_float_sums.cuh"
 #include "tally/cuda/kernels/histogram_fixed_point.cuh"
 #include "tally/cuda/launch.cuh"
 #include "tally/cuda/workspace.hpp"
@@ -201,26 +202,49 @@ inline void clear_words(const gpu_backend& gpu, const scatter_scratch& scratch) 
   if (scratch.words) (void)cudaMemsetAsync(scratch.words, 0, sizeof(*scratch.words), gpu.stream);
 }
 
-
 /// execute_scatter, its data errors thrown by `throw_errors` (finish_reports).
-template <class Items, class Out, class Op, class ThrowErrors>
-void scatter_reporting(const gpu_backend& gpu, const Items& items, std::int64_t bins, Out* out, const Op& op,
+/// Half and bfloat16 outputs (index_add's single columns; plus, items of
+/// float values, no clear) are summed in a float scratch of `bins` values
+/// (kernels/histogram_float_sums.cuh), then each reached element rounded once.
+template <class Items, class V, class Op, class ThrowErrors>
+void scatter_reporting(const gpu_backend& gpu, const Items& items, std::int64_t bins, V* out, const Op& op,
                        const histogram_options& opts, const char* function, bool clear,
                        const ThrowErrors& throw_errors) {
+  constexpr bool through_float = is_low_precision_v<V>;
+  using Out = std::conditional_t<through_float, float, V>;
+  static_assert(!through_float || (std::is_same_v<Op, plus> && std::is_same_v<typename Items::value_type, float>));
   const histogram_plan plan = plan_scatter<Items, Op>(items, bins, opts, function);  // may throw: nothing written yet
   const bool reporting = items.report_out_of_range && opts.checks == check_mode::checked;
   if (reporting && !opts.errors) refuse_waiting_capture(gpu, function);
   scatter_scratch_needs needs;
   needs.words = reporting || (opts.checks == check_mode::checked && opts.errors);
   needs.rows = items.n > 0 && writes_rows<Items, Out>(plan) ? rows_bytes(plan) : 0;
+  needs.sums = through_float && items.n > 0 ? static_cast<std::size_t>(bins) * sizeof(float) : 0;
   needs.hot = hot_table_bytes(plan, items.n);
   needs.levels = staged_bytes(items);
   const scatter_scratch scratch =
       carve_scatter_scratch(scratch_for(gpu), scatter_scratch_layout::of(needs), gpu.stream);
   try {
     const Items staged = stage(gpu, items, scratch);
-    if (clear && bins > 0) TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(bins) * sizeof(Out), gpu.stream));
-    const histogram_strategy ran = scatter_slices(gpu, staged, bins, out, op, plan, scratch, reporting, opts, function);
+    if (clear && bins > 0) TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(bins) * sizeof(V), gpu.stream));
+    Out* target = nullptr;
+    const int blocks = 4 * current_device_info().sm_count;
+    if constexpr (through_float) {
+      target = reinterpret_cast<float*>(static_cast<void*>(scratch.sums));
+      if (items.n > 0 && bins > 0)
+        launch("launch of tally::kernels::histogram::negative_zeros_kernel", launch_config(blocks, 256, 0, gpu.stream),
+               hk::negative_zeros_kernel<>, target, bins);
+    } else {
+      target = out;
+    }
+    const histogram_strategy ran =
+        scatter_slices(gpu, staged, bins, target, op, plan, scratch, reporting, opts, function);
+    if constexpr (through_float) {
+      if (items.n > 0 && bins > 0)
+        launch("launch of tally::kernels::histogram::float_sums_finish_kernel",
+               launch_config(blocks, 256, 0, gpu.stream), hk::float_sums_finish_kernel<V>,
+               static_cast<const float*>(target), bins, out);
+    }
     if (opts.chosen) *opts.chosen = ran;
   } catch (...) {
     clear_words(gpu, scratch);
@@ -245,8 +269,11 @@ void deterministic_reporting(const gpu_backend& gpu, const A* a, const B* b, std
   // One launch when the bins fit a block: the kernel derives the scale, sums
   // the int64 rows and writes the floating-point output itself. Otherwise
   // (or when the device cannot hold that kernel): exact int64 sums in
-  // scratch, then one conversion.
-  const bool one_launch = plan.strategy == histogram_strategy::shared_memory && n > 0 && n <= kSliceElements;
+  // scratch, then one conversion (always for half and bfloat16 outputs,
+  // index_add's single columns, which the one-launch kernel does not write).
+  constexpr bool float_out = std::is_floating_point_v<V>;
+  const bool one_launch =
+      float_out && plan.strategy == histogram_strategy::shared_memory && n > 0 && n <= kSliceElements;
   scatter_scratch_needs needs;
   needs.words = true;
   needs.rows = one_launch && writes_rows<Items, V>(plan) ? rows_bytes(plan) : 0;
@@ -261,12 +288,14 @@ void deterministic_reporting(const gpu_backend& gpu, const A* a, const B* b, std
     items.value.bad = &words->fixed.bad;
     if (clear && bins > 0) TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(bins) * sizeof(V), gpu.stream));
     bool done = n == 0;
-    if (one_launch) {
-      const hk::out_of_range_report report{reporting ? &words->bad_position : nullptr, 0, n};
-      done = launch_shared_memory(gpu, items, out, plus{}, plan, bins, report, opts, scratch,
-                                  {derive ? &words->fixed : nullptr, headroom, bits});
-      if (done && opts.chosen) *opts.chosen = plan.strategy;
-      if (!done && opts.strategy != histogram_strategy::automatic) throw_cannot_launch(function, opts.strategy);
+    if constexpr (float_out) {
+      if (one_launch) {
+        const hk::out_of_range_report report{reporting ? &words->bad_position : nullptr, 0, n};
+        done = launch_shared_memory(gpu, items, out, plus{}, plan, bins, report, opts, scratch,
+                                    {derive ? &words->fixed : nullptr, headroom, bits});
+        if (done && opts.chosen) *opts.chosen = plan.strategy;
+        if (!done && opts.strategy != histogram_strategy::automatic) throw_cannot_launch(function, opts.strategy);
+      }
     }
     if (!done) {
       TALLY_CUDA(cudaMemsetAsync(scratch.sums, 0, static_cast<std::size_t>(bins) * sizeof(long long), gpu.stream));

@@ -181,9 +181,8 @@ inline void clear_words(const gpu_backend& gpu, kernels::histogram::error_words*
   if (words) (void)cudaMemsetAsync(words, 0, sizeof(*words), gpu.stream);
 }
 
-/// Whether a sum of float or double values (the caller's condition) is
-/// scatter_reduce's problem in all but name: one column, both strides 1, the
-/// automatic strategy. Such
+/// Whether a sum is scatter_reduce's problem in all but name: one column,
+/// both strides 1, the automatic strategy. Such
 /// calls go through the histogram family's planner
 /// (dispatch/histogram_strategy.hpp), whose hot_keys strategy sums the keys a
 /// sample finds frequent in each block's shared memory -- warp groups alone
@@ -198,7 +197,8 @@ bool single_column_scatter(const row_scatter<I, V>& p, const histogram_options& 
 }
 
 /// A single_column_scatter call through the histogram family (its plain or
-/// deterministic sum), with index_add's error reports. Pre: V float or double.
+/// deterministic sum), with index_add's error reports; half and bfloat16 plain
+/// sums accumulate in float and round once an element.
 template <class I, class V>
 void scatter_single_column(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out, bool deterministic,
                            const index_add_options& opts) {
@@ -208,8 +208,9 @@ void scatter_single_column(const gpu_backend& gpu, const row_scatter<I, V>& p, V
   if (deterministic) {
     gpu_histogram::deterministic_reporting(gpu, p.index, p.src, p.rows, p.out_rows, index_key{}, out,
                                            p.report_out_of_range, opts, kIndexAdd, false, throw_errors);
-  } else {
-    const scatter_items<I, V, index_key, plain_value<V>> items{p.report_out_of_range, p.index, p.src, p.rows, {}, {}};
+  } else {  // half and bfloat16: summed in float (scatter_reporting)
+    using Acc = default_accumulator_t<V>;
+    const scatter_items<I, V, index_key, plain_value<Acc>> items{p.report_out_of_range, p.index, p.src, p.rows, {}, {}};
     gpu_histogram::scatter_reporting(gpu, items, p.out_rows, out, plus{}, opts, kIndexAdd, false, throw_errors);
   }
 }
@@ -220,7 +221,7 @@ template <class I, class V, class Op>
 void execute_index_add(const gpu_backend& gpu, const row_scatter<I, V>& p, V* out, const Op& op,
                        const index_add_options& opts) {
   using namespace gpu_index_add;
-  if constexpr (std::is_same_v<Op, plus> && std::is_floating_point_v<V>) {  // (half, bfloat16: no such path)
+  if constexpr (std::is_same_v<Op, plus>) {
     if (single_column_scatter(p, opts)) return scatter_single_column(gpu, p, out, false, opts);
   }
   const histogram_strategy strategy = strategy_of(p, opts);
@@ -342,9 +343,7 @@ void run_index_add_deterministic(const gpu_backend& gpu, const row_scatter<I, V>
   namespace hk = kernels::histogram;
   // The int64 additions are exact in any order, so every strategy gives the
   // same bits.
-  if constexpr (std::is_floating_point_v<V>) {
-    if (single_column_scatter(p, opts)) return scatter_single_column(gpu, p, out, true, opts);
-  }
+  if (single_column_scatter(p, opts)) return scatter_single_column(gpu, p, out, true, opts);
   const histogram_strategy strategy = strategy_of(p, opts);
   const bool checked = p.report_out_of_range;
   if (checked && !opts.errors) gpu_histogram::refuse_waiting_capture(gpu, kIndexAdd);

@@ -10,6 +10,7 @@
 
 #include "tally/core/fixed_point.hpp"
 #include "tally/core/fixed_point_rounding.hpp"
+#include "tally/core/types.hpp"
 
 namespace tally::kernels::histogram {
 
@@ -29,7 +30,7 @@ __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point
   unsigned long long largest = 0;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const double v = std::fabs(static_cast<double>(b[i]));
+    const double v = std::fabs(::tally::convert<double>(b[i]));
     if (isfinite(v)) largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
   }
   // Non-negative doubles order like their bit patterns.
