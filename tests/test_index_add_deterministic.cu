@@ -343,6 +343,47 @@ TYPED_TEST(IndexAddDeterministic, ElementsWhoseSumIsZeroKeepTheirBits) {
   check_zero_sums_keep_bits<TypeParam, std::int64_t, bfloat16>();
 }
 
+/// The derived scale sees every value of an unaligned single column (the
+/// GPU's largest-|src| pass reads 16-byte chunks and the elements before and
+/// after them one by one): the largest value at the head, in the middle and
+/// at the tail. A value of 2^-43 alone on its key rounds to 0 at the right
+/// scale (2^41: the largest is 2^10, 1000 rows) and stays out; at the scale a
+/// missed largest value would give (2^50) it would be added.
+template <class Side, class V>
+void check_scale_sees_every_value() {
+  random_source rng;
+  SCOPED_TRACE(rng.trace());
+  const std::int64_t rows = 1000, out_rows = 100000;  // more outputs than rows: no one-launch kernel
+  for (const std::int64_t largest_at : {std::int64_t{0}, rows / 2, rows - 1}) {
+    SCOPED_TRACE("largest value at row " + std::to_string(largest_at));
+    row_case<std::int32_t, V> c(rows, 1, out_rows, 0, 0, 1);  // src one element past a 16-byte boundary
+    c.index.resize(static_cast<std::size_t>(rows));
+    for (auto& k : c.index) k = static_cast<std::int32_t>(rng.integer(0, out_rows - 2));
+    c.fill([&] { return exactly<V>(static_cast<long double>(rng.integer(-3, 3))); });
+    c.at(largest_at, 0) = exactly<V>(1024.0L);
+    const std::int64_t tiny_at = largest_at == rows / 2 ? 1 : rows / 2;
+    c.at(tiny_at, 0) = exactly<V>(std::ldexp(1.0L, -43));
+    c.index[static_cast<std::size_t>(tiny_at)] = static_cast<std::int32_t>(out_rows - 1);  // its own key
+    EXPECT_EQ(derived_scale(c), 41);
+    index_add_options det;
+    det.deterministic = true;
+    auto want = c.out;
+    tally::index_add(tally::cpu.with_threads(1), c.index.data(), c.src.data(), rows, 1, want.data(), out_rows, plus{},
+                     det);
+    EXPECT_EQ(bits_of(want), bits_of(fixed_point_reference(c, 41)));
+    EXPECT_EQ(std::memcmp(&want.back(), &c.out.back(), sizeof(V)), 0) << "2^-43 was added: the scale is wrong";
+    device_case<std::int32_t, V> d(Side::on_gpu, c);
+    run_case<Side>(d, c, plus{}, det);
+    EXPECT_EQ(bits_of(d.out.read()), bits_of(want));
+  }
+}
+
+TYPED_TEST(IndexAddDeterministic, TheDerivedScaleSeesEveryValueOfAnUnalignedColumn) {
+  check_scale_sees_every_value<TypeParam, double>();
+  check_scale_sees_every_value<TypeParam, bfloat16>();
+  check_scale_sees_every_value<TypeParam, float>();
+}
+
 // At the contract's limit (n = rows = 1025: |v|·2^s < 2^51): the largest
 // allowed values all in one element sum without overflow; a value reaching
 // the limit is refused naming 'src', after the other rows were applied (it

@@ -5,8 +5,10 @@
 // itself, histogram_shared_memory.cuh.)
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "tally/core/fixed_point.hpp"
 #include "tally/core/fixed_point_rounding.hpp"
@@ -24,15 +26,39 @@ struct fixed_point_words {
 
 /// words->largest_bits = max over i of the bits of the finite |double(b[i])|
 /// (NaN and inf are checked where their element lands in a bin, by the
-/// quantisation). Grid-stride.
+/// quantisation). Grid-stride, over 16-byte chunks where b's elements tile
+/// them: one element a load left 2-byte values (index_add's half and
+/// bfloat16 single columns) at a quarter of the bandwidth (H100, 994 M
+/// bfloat16: ~3 ms for 2 GB).
 template <class B>
 __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point_words* words) {
   unsigned long long largest = 0;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const double v = std::fabs(::tally::convert<double>(b[i]));
+  const auto see = [&](const B& x) {
+    const double v = std::fabs(::tally::convert<double>(x));
     if (isfinite(v)) largest = max(largest, static_cast<unsigned long long>(__double_as_longlong(v)));
+  };
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  // Elements [head, head + chunks·per) in 16-byte chunks, the rest one at a time.
+  constexpr int per = 16 / sizeof(B);
+  std::int64_t head = n, chunks = 0;
+  if constexpr (sizeof(B) < 16 && 16 % sizeof(B) == 0) {
+    const auto address = reinterpret_cast<std::uintptr_t>(b);
+    if (address % sizeof(B) == 0) {
+      head = std::min<std::int64_t>(n, static_cast<std::int64_t>((16 - address % 16) % 16 / sizeof(B)));
+      chunks = (n - head) / per;
+    }
   }
+  const auto* chunk = reinterpret_cast<const uint4*>(b + head);
+  for (std::int64_t c = first; c < chunks; c += step) {
+    const uint4 bits = __ldg(chunk + c);
+    B values[per];
+    memcpy(values, &bits, sizeof(bits));
+#pragma unroll
+    for (int e = 0; e < per; ++e) see(values[e]);
+  }
+  const std::int64_t tail = head + chunks * per;
+  for (std::int64_t i = first; i < head + (n - tail); i += step) see(b[i < head ? i : tail + (i - head)]);
   // Non-negative doubles order like their bit patterns.
   for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(0xffffffffu, largest, offset));
   if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
