@@ -228,7 +228,7 @@ void scatter_reporting(const gpu_backend& gpu, const Items& items, std::int64_t 
     const Items staged = stage(gpu, items, scratch);
     if (clear && bins > 0) TALLY_CUDA(cudaMemsetAsync(out, 0, static_cast<std::size_t>(bins) * sizeof(V), gpu.stream));
     Out* target = nullptr;
-    const int blocks = 4 * current_device_info().sm_count;
+    const int blocks = through_float ? 4 * current_device_info().sm_count : 0;
     if constexpr (through_float) {
       target = reinterpret_cast<float*>(static_cast<void*>(scratch.sums));
       if (items.n > 0 && bins > 0)

@@ -6,8 +6,8 @@
 // deterministic call adds the kernels around its int64 sums
 // (kernels/index_add_fixed_point.cuh), or, for ordered sums, the sorted
 // runs' two finishing passes (kernels/index_add_ordered.cuh). Single-column
-// float and double sums under the automatic strategy are scatter-adds and run
-// as the histogram family does (cuda/histogram.cuh). All in stream
+// sums under the automatic strategy are scatter-adds and run as the histogram
+// family does (cuda/histogram.cuh). All in stream
 // order, without waiting, except to report errors found on the device in
 // checked mode (bad indices, values outside the fixed-point contract), which
 // reads the error words back -- unless histogram_options::errors is given,
@@ -182,10 +182,10 @@ inline void clear_words(const gpu_backend& gpu, kernels::histogram::error_words*
 }
 
 /// Whether a sum is scatter_reduce's problem in all but name: one column,
-/// both strides 1, the automatic strategy. Such
-/// calls go through the histogram family's planner
-/// (dispatch/histogram_strategy.hpp), whose hot_keys strategy sums the keys a
-/// sample finds frequent in each block's shared memory -- warp groups alone
+/// both strides 1, the automatic strategy. Such calls go through the
+/// histogram family's planner (dispatch/histogram_strategy.hpp), whose
+/// hot_keys strategy sums the keys a sample finds frequent in each block's
+/// shared memory -- warp groups alone
 /// still send a key that takes half the rows 1/16 of those rows' atomics,
 /// all on one address (H100, 994 M float rows, half of them on one key:
 /// 56 ms) -- and whose shared_memory strategy keeps up to ~57K outputs in a

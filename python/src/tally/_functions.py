@@ -463,7 +463,8 @@ def index_add(out, index, src, *, reduce="sum", deterministic=False, sums="autom
     ways, chosen from the sizes alone (sums="automatic"):
       - fixed point, below 16 MB of src or for rows under 32 bytes: every value
         rounded to a multiple of 2^-s and summed exactly, so the bits do not
-        depend on the order of the rows either; a value outside the range
+        depend on the order of the rows either; an element whose sum is
+        exactly 0 keeps its bits (-0 stays -0); a value outside the range
         (NaN, inf, or too large for the scale) counts as 0 and, with
         check_indices=True, is a ValueError;
       - ordered, from 16 MB of src with rows of 32 bytes or more: float32
