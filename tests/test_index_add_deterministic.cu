@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bit_patterns.hpp"
 #include "test_index_add_support.hpp"
 
 namespace tally::testing {
@@ -268,24 +269,6 @@ TYPED_TEST(IndexAddDeterministic, BitsDoNotDependOnOrderGridStrategyOrBackend) {
   check_bits_stable<TypeParam, std::int32_t, double>();
   check_bits_stable<TypeParam, std::int32_t, half>();
   check_bits_stable<TypeParam, std::int64_t, bfloat16>();
-}
-
-/// V with the given bits.
-template <class V, class Bits>
-V from_bits(Bits bits) {
-  static_assert(sizeof(V) == sizeof(Bits));
-  V v;
-  std::memcpy(static_cast<void*>(&v), &bits, sizeof(V));
-  return v;
-}
-
-/// A quiet NaN of V whose payload is not the default one.
-template <class V>
-V odd_nan() {
-  if constexpr (std::is_same_v<V, double>) return from_bits<V>(std::uint64_t{0x7ff8'0000'dead'beefull});
-  else if constexpr (std::is_same_v<V, float>) return from_bits<V>(std::uint32_t{0x7fc0'1234u});
-  else if constexpr (std::is_same_v<V, half>) return from_bits<V>(std::uint16_t{0x7e05u});
-  else return from_bits<V>(std::uint16_t{0x7fc5u});
 }
 
 /// Elements whose fixed-point sum is exactly zero (rows that cancel: v and

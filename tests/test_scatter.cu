@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bit_patterns.hpp"
 #include "test_histogram_support.hpp"
 
 namespace tally::testing {
@@ -178,9 +179,8 @@ TYPED_TEST(Scatter, DeterministicZeroSumsLeaveTheirBinsAsTheyWere) {
     std::vector<double> start(static_cast<std::size_t>(size));
     for (auto& v : start) v = rng.real(-1.0, 1.0);
     start[0] = -0.0;
-    std::uint64_t nan_bits = 0x7ff8'0000'dead'beefull;
-    std::memcpy(&start[1], &nan_bits, sizeof(double));
-    std::memcpy(&start[static_cast<std::size_t>(size) - 1], &nan_bits, sizeof(double));  // an empty bin
+    start[1] = odd_nan<double>();
+    start[static_cast<std::size_t>(size) - 1] = odd_nan<double>();  // an empty bin
     tally::histogram_options det;
     det.deterministic = true;
     auto reference = start;

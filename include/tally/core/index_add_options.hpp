@@ -45,7 +45,7 @@ constexpr const char* to_string(index_add_sums s) {
 /// Options of index_add. From histogram_options: checks, errors, strategy
 /// (automatic, aggregated_atomics, plain_atomics or sorted_rows; the GPU
 /// backend's choice is reported through `chosen`, which for a single-column
-/// float or double sum may also be shared_memory or hot_keys: index_add.hpp),
+/// sum may also be shared_memory or hot_keys: index_add.hpp),
 /// deterministic and fixed_point_bits, grid_blocks.
 struct index_add_options : histogram_options {
   /// Elements between the starts of consecutive rows of src; 0 means cols.

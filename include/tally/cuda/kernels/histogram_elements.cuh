@@ -59,6 +59,25 @@ __device__ __forceinline__ void load_run(const T* p, T (&out)[N], bool vectorise
 template <class A>
 inline constexpr int kRun = sizeof(A) >= 16 ? 1 : static_cast<int>(16 / sizeof(A));
 
+/// n elements at p cut at p's 16-byte boundaries: the `head` elements before
+/// the first one (all n when p is not even element-aligned: then every load
+/// is an element load), `runs` whole runs of kRun<T> elements after them, and
+/// the index `tail` where the elements after the last whole run start.
+struct vector_split {
+  std::int64_t head, runs, tail;
+  /// The index of the e-th of the head + (n - tail) elements outside the runs.
+  __device__ __forceinline__ std::int64_t extra(std::int64_t e) const { return e < head ? e : tail + (e - head); }
+};
+
+template <class T>
+__device__ __forceinline__ vector_split split_vectors(const T* p, std::int64_t n) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  std::int64_t head = address % alignof(T) == 0 ? ((16 - address % 16) % 16) / sizeof(T) : n;
+  head = head < n ? head : n;
+  const std::int64_t runs = (n - head) / kRun<T>;
+  return {head, runs, head + runs * kRun<T>};
+}
+
 /// Calls visit(in_range, element, key, value_source) for every element of
 /// items, where in_range tells whether the lane holds an element this call.
 /// Every lane of every warp calls visit the same number of times (lanes
@@ -77,13 +96,8 @@ __device__ __forceinline__ void for_each_element(const Items& items, Visit&& vis
   constexpr int N = kRun<A>;
   constexpr int U = Items::unit ? 4 : 2;  // loads in flight per thread
   const std::int64_t n = items.n;
-  const auto address = reinterpret_cast<std::uintptr_t>(items.a);
-  // Elements before the first 16-byte boundary of a; all of them if a is
-  // not even element-aligned (then every load is an element load).
-  std::int64_t head = address % alignof(A) == 0 ? ((16 - address % 16) % 16) / sizeof(A) : n;
-  head = head < n ? head : n;
-  const std::int64_t runs = (n - head) / N;
-  const std::int64_t tail = head + runs * N;
+  const vector_split split = split_vectors(items.a, n);
+  const std::int64_t head = split.head, runs = split.runs, tail = split.tail;
   bool vector_b = false;
   if constexpr (!Items::unit) vector_b = is_aligned16(items.b + head);
 
@@ -121,7 +135,7 @@ __device__ __forceinline__ void for_each_element(const Items& items, Visit&& vis
   for (std::int64_t e0 = warp * 32; e0 < extras; e0 += warps * 32) {
     const std::int64_t e = e0 + lane;
     const bool has = e < extras;
-    const std::int64_t i = e < head ? e : tail + (e - head);
+    const std::int64_t i = split.extra(e);
     B b{};
     std::int64_t key = -1;
     if (has) {

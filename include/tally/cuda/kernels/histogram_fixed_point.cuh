@@ -5,14 +5,13 @@
 // itself, histogram_shared_memory.cuh.)
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "tally/core/fixed_point.hpp"
 #include "tally/core/fixed_point_rounding.hpp"
 #include "tally/core/types.hpp"
+#include "tally/cuda/kernels/histogram_elements.cuh"
 
 namespace tally::kernels::histogram {
 
@@ -26,10 +25,10 @@ struct fixed_point_words {
 
 /// words->largest_bits = max over i of the bits of the finite |double(b[i])|
 /// (NaN and inf are checked where their element lands in a bin, by the
-/// quantisation). Grid-stride, over 16-byte chunks where b's elements tile
-/// them: one element a load left 2-byte values (index_add's half and
-/// bfloat16 single columns) at a quarter of the bandwidth (H100, 994 M
-/// bfloat16: ~3 ms for 2 GB).
+/// quantisation). Grid-stride, over b's 16-byte runs (split_vectors, as the
+/// scatters read their keys) and then its other elements: one element a load
+/// left 2-byte values (index_add's half and bfloat16 single columns) at a
+/// quarter of the bandwidth (H100, 994 M bfloat16: ~3 ms for 2 GB).
 template <class B>
 __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point_words* words) {
   unsigned long long largest = 0;
@@ -39,26 +38,14 @@ __global__ void largest_magnitude_kernel(const B* b, std::int64_t n, fixed_point
   };
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  // Elements [head, head + chunks·per) in 16-byte chunks, the rest one at a time.
-  constexpr int per = 16 / sizeof(B);
-  std::int64_t head = n, chunks = 0;
-  if constexpr (sizeof(B) < 16 && 16 % sizeof(B) == 0) {
-    const auto address = reinterpret_cast<std::uintptr_t>(b);
-    if (address % sizeof(B) == 0) {
-      head = std::min<std::int64_t>(n, static_cast<std::int64_t>((16 - address % 16) % 16 / sizeof(B)));
-      chunks = (n - head) / per;
-    }
-  }
-  const auto* chunk = reinterpret_cast<const uint4*>(b + head);
-  for (std::int64_t c = first; c < chunks; c += step) {
-    const uint4 bits = __ldg(chunk + c);
-    B values[per];
-    memcpy(values, &bits, sizeof(bits));
+  const vector_split split = split_vectors(b, n);
+  for (std::int64_t r = first; r < split.runs; r += step) {
+    B values[kRun<B>];
+    load_run(b + split.head + r * kRun<B>, values, true);
 #pragma unroll
-    for (int e = 0; e < per; ++e) see(values[e]);
+    for (int e = 0; e < kRun<B>; ++e) see(values[e]);
   }
-  const std::int64_t tail = head + chunks * per;
-  for (std::int64_t i = first; i < head + (n - tail); i += step) see(b[i < head ? i : tail + (i - head)]);
+  for (std::int64_t e = first; e < split.head + (n - split.tail); e += step) see(b[split.extra(e)]);
   // Non-negative doubles order like their bit patterns.
   for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_down_sync(0xffffffffu, largest, offset));
   if ((threadIdx.x & 31) == 0 && largest != 0) atomicMax(&words->largest_bits, largest);
