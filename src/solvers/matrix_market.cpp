@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -146,12 +147,16 @@ coordinate_matrix parse_matrix_market(std::string_view text, const std::string& 
   const bool dense = format == "array";
   if (!dense && format != "coordinate")
     in.fail("bad banner: format " + shown(banner[2]) + " is not 'coordinate' or 'array'");
-  matrix_market_field kind;  // the writer's enum: one name for what a file's entries hold
-  if (field_name == "real") kind = matrix_market_field::real;
-  else if (field_name == "integer") kind = matrix_market_field::integer;
-  else if (field_name == "pattern" && !dense) kind = matrix_market_field::pattern;
-  else in.fail("bad banner: field " + shown(banner[3]) + " is not supported (real, integer" +
-               (dense ? ")" : ", pattern)"));
+  // The writer's enum and names (field_name_of); pattern files are coordinate only.
+  const matrix_market_field fields[] = {matrix_market_field::real, matrix_market_field::integer,
+                                        matrix_market_field::pattern};
+  const auto* found = std::find_if(std::begin(fields), std::end(fields), [&](matrix_market_field f) {
+    return field_name == field_name_of(f) && !(dense && f == matrix_market_field::pattern);
+  });
+  if (found == std::end(fields))
+    in.fail("bad banner: field " + shown(banner[3]) + " is not supported (real, integer" +
+            (dense ? ")" : ", pattern)"));
+  const matrix_market_field kind = *found;
   coordinate_matrix m;
   if (symmetry == "symmetric") m.symmetric = true;
   else if (symmetry != "general")

@@ -208,7 +208,7 @@ void scatter_single_column(const gpu_backend& gpu, const row_scatter<I, V>& p, V
   if (deterministic) {
     gpu_histogram::deterministic_reporting(gpu, p.index, p.src, p.rows, p.out_rows, index_key{}, out,
                                            p.report_out_of_range, opts, kIndexAdd, false, throw_errors);
-  } else {  // half and bfloat16: summed in float (scatter_reporting)
+  } else {  // plain sums; half and bfloat16 accumulate in float (scatter_reporting)
     using Acc = default_accumulator_t<V>;
     const scatter_items<I, V, index_key, plain_value<Acc>> items{p.report_out_of_range, p.index, p.src, p.rows, {}, {}};
     gpu_histogram::scatter_reporting(gpu, items, p.out_rows, out, plus{}, opts, kIndexAdd, false, throw_errors);
