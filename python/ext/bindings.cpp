@@ -309,13 +309,15 @@ void run(const call_site& site, std::uintptr_t stream, F&& f) {
   }
 }
 
-/// Whether a histogram or bincount call runs checked: on the CPU always (the
-/// core's pointer checks cost nothing there), on the GPU only where a
-/// deterministic weighted call has bad weights (NaN, ±inf, beyond the
-/// fixed-point range) to report -- which reads a flag back and waits for the
-/// stream. Unweighted counts have nothing to check.
-bool reports_bad_weights(const place& p, bool deterministic, const std::optional<view>& weights) {
-  return !p.gpu || (deterministic && weights.has_value());
+/// Whether a histogram or bincount call runs checked: never when the caller
+/// passed check_weights=False (bad weights then count as 0 on both
+/// backends, silently); else on the CPU always (the core's pointer checks
+/// cost nothing there), on the GPU only where a deterministic weighted call
+/// has bad weights (NaN, ±inf, beyond the fixed-point range) to report --
+/// which reads a flag back and waits for the stream. Unweighted counts have
+/// nothing to check.
+bool reports_bad_weights(const place& p, bool deterministic, const std::optional<view>& weights, bool check_weights) {
+  return check_weights && (!p.gpu || (deterministic && weights.has_value()));
 }
 
 /// The fixed-point mode of a call: off, or on with the scale the Python layer
@@ -529,7 +531,7 @@ NB_MODULE(_core, m) {
   m.def(
       "histogram_even",
       [](nb::handle x, nb::handle weights, nb::handle counts, double lo, double hi, bool deterministic,
-         std::optional<int> fixed_point_bits, std::uintptr_t stream) {
+         std::optional<int> fixed_point_bits, bool check_weights, std::uintptr_t stream) {
         call_site site("histogram", kHistogramNames);
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
@@ -538,17 +540,17 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           histogram_even(p, xv, wv ? &*wv : nullptr, cv, lo, hi, fixed_point_of(deterministic, fixed_point_bits),
-                         reports_bad_weights(p, deterministic, wv));
+                         reports_bad_weights(p, deterministic, wv, check_weights));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("lo"), nb::arg("hi"),
-      nb::arg("deterministic"), nb::arg("fixed_point_bits").none(), nb::arg("stream"),
+      nb::arg("deterministic"), nb::arg("fixed_point_bits").none(), nb::arg("check_weights"), nb::arg("stream"),
       "Equal-width histogram (see tally.histogram).");
 
   m.def(
       "histogram_edges",
       [](nb::handle x, nb::handle weights, nb::handle edges, nb::handle counts, bool deterministic,
-         std::optional<int> fixed_point_bits, std::uintptr_t stream) {
+         std::optional<int> fixed_point_bits, bool check_weights, std::uintptr_t stream) {
         call_site site("histogram", kHistogramNames);
         const view xv = input(site, "x", x);
         const std::optional<view> wv = weights_of(site, weights, xv);
@@ -561,16 +563,18 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           histogram_edges(p, xv, wv ? &*wv : nullptr, static_cast<const double*>(ev.data), ev.n, cv,
-                          fixed_point_of(deterministic, fixed_point_bits), reports_bad_weights(p, deterministic, wv));
+                          fixed_point_of(deterministic, fixed_point_bits),
+                          reports_bad_weights(p, deterministic, wv, check_weights));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("bins"), nb::arg("counts"), nb::arg("deterministic"),
-      nb::arg("fixed_point_bits").none(), nb::arg("stream"), "Histogram over explicit edges (see tally.histogram).");
+      nb::arg("fixed_point_bits").none(), nb::arg("check_weights"), nb::arg("stream"),
+      "Histogram over explicit edges (see tally.histogram).");
 
   m.def(
       "bincount",
       [](nb::handle x, nb::handle weights, nb::handle counts, bool deterministic, std::optional<int> fixed_point_bits,
-         std::uintptr_t stream) {
+         bool check_weights, std::uintptr_t stream) {
         call_site site("bincount", kHistogramNames);
         const view xv = input(site, "x", x, 1);
         const std::optional<view> wv = weights_of(site, weights, xv, 1);
@@ -579,11 +583,11 @@ NB_MODULE(_core, m) {
         if (wv) check_no_overlap(site, "counts", cv, "weights", *wv);
         run(site, stream, [&](const place& p) {
           bincount(p, xv, wv ? &*wv : nullptr, cv, fixed_point_of(deterministic, fixed_point_bits),
-                   reports_bad_weights(p, deterministic, wv));
+                   reports_bad_weights(p, deterministic, wv, check_weights));
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"),
-      nb::arg("fixed_point_bits").none(), nb::arg("stream"), "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
+      nb::arg("fixed_point_bits").none(), nb::arg("check_weights"), nb::arg("stream"), "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
 
   m.def(
       "scatter",

@@ -271,6 +271,44 @@ def test_torch_deterministic_unchecked_scatter_add_does_not_wait():
     assert bits(out) == bits(checked)
 
 
+@needs_torch
+def test_torch_deterministic_unchecked_weighted_histogram_does_not_wait():
+    """check_weights=False with deterministic=True: a weighted histogram over
+    a given range returns while its stream is still busy (no error flag read
+    back) and gives the checked call's bits; bincount too (its length read
+    back first); a NaN weight then counts as 0, as on the CPU backend."""
+    n, bins = 10**6, 1000
+    x = torch.rand(n, device="cuda", dtype=torch.float64)
+    w = torch.randn(n, device="cuda", dtype=torch.float64)
+
+    def weighted(weights, **kw):
+        return tally.histogram(x, bins=bins, range=(0, 1), weights=weights, deterministic=True, return_edges=False,
+                               **kw)
+
+    checked = weighted(w)
+    side = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        weighted(w, check_weights=False)  # sizes the stream's workspace
+        torch.cuda._sleep(200_000_000)
+        counts = weighted(w, check_weights=False)
+        returned_while_busy = not side.query()
+    side.synchronize()
+    assert returned_while_busy
+    assert bits(counts) == bits(checked)
+
+    index = torch.randint(0, bins, (n,), device="cuda")
+    assert bits(tally.bincount(index, weights=w, deterministic=True, check_weights=False)) == bits(
+        tally.bincount(index, weights=w, deterministic=True))
+    w[5] = float("nan")
+    with pytest.raises(ValueError, match="tally.bincount: argument 'weights' holds NaN"):
+        tally.bincount(index, weights=w, deterministic=True)
+    on_gpu = tally.bincount(index, weights=w, deterministic=True, check_weights=False)
+    on_cpu = tally.bincount(index.cpu().numpy(), weights=w.cpu().numpy(), deterministic=True, check_weights=False)
+    assert bits(on_gpu) == on_cpu.tobytes()
+    assert not torch.isnan(on_gpu).any()
+
+
 class _CudaArrayInterfaceOnly:
     """A device array seen only through __cuda_array_interface__ (version 3),
     whose `stream` names the stream its pending work is queued on."""

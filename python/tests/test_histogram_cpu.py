@@ -153,6 +153,31 @@ def test_weighted_deterministic_rejects_nan_weight(rng):
         tally.histogram(x, bins=5, range=(-1, 1), weights=w, deterministic=True)
 
 
+def test_weighted_deterministic_unchecked_gives_the_checked_bits(rng):
+    """check_weights=False with deterministic=True (histogram and bincount):
+    no check is forced (on the GPU: no wait), the checked call's bits, and
+    with a NaN and an infinite weight the sums with those weights as 0."""
+    x = rng.uniform(-1, 1, 20000)
+    keys = rng.integers(0, 300, x.size)
+    w = rng.uniform(-1, 1, x.size) * 2.0 ** rng.integers(-20, 20, x.size)
+    calls = {
+        "histogram": lambda w, **kw: tally.histogram(x, bins=37, range=(-1, 1), weights=w, deterministic=True,
+                                                     return_edges=False, **kw),
+        "bincount": lambda w, **kw: tally.bincount(keys, weights=w, deterministic=True, **kw),
+    }
+    bad = w.copy()
+    bad[[13, 4000]] = [np.nan, -np.inf]
+    zeroed = w.copy()
+    zeroed[[13, 4000]] = 0.0
+    for name, call in calls.items():
+        assert call(w, check_weights=False).tobytes() == call(w).tobytes(), name
+        with pytest.raises(ValueError, match=f"tally.{name}: argument 'weights' holds"):
+            call(bad)
+        unchecked = call(bad, check_weights=False)
+        assert not np.isnan(unchecked).any() and np.isfinite(unchecked).all(), name
+        assert unchecked.tobytes() == call(zeroed).tobytes(), name
+
+
 def test_histogram_errors_name_the_argument():
     x = np.ones(10)
     with pytest.raises(ValueError, match="argument 'bins' must be positive"):

@@ -199,7 +199,7 @@ def _fixed_point_bits(function, deterministic, bits):
 
 
 def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixed_point_bits=None,  # noqa: A002
-              return_edges=True, stream=None):
+              check_weights=True, return_edges=True, stream=None):
     """Histogram of x with NumPy's rules (numpy.histogram without `density`).
 
     Parameters
@@ -224,8 +224,8 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     deterministic : bool
         With weights: fixed-point sums (tally's histogram_options.deterministic),
         bitwise identical run to run and across backends; NaN/inf weights are
-        then a ValueError (on the GPU this waits for the stream). Unweighted
-        counts are integers and always exact.
+        then a ValueError (on the GPU this waits for the stream; see
+        check_weights). Unweighted counts are integers and always exact.
     fixed_point_bits : int, optional
         With deterministic=True: the fixed-point scale s, each value v kept
         as round(v·2^s) (tally's histogram_options.fixed_point_bits,
@@ -234,6 +234,14 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         the values' range saves that read by giving s such that every
         |v|·2^s < 2^(62 - ceil(log2 n)), n the number of values. A value
         outside that contract is a ValueError naming the values' argument.
+    check_weights : bool
+        True (default): a deterministic weighted call reports a weight outside
+        the fixed-point range (NaN, ±inf, too large) as a ValueError naming
+        'weights', after the other weights were summed; on the GPU the call
+        then waits for the stream (it reads an error flag back). False: never
+        waits (so the call can be captured in a CUDA graph), with the same
+        bits as when checked: such weights count as 0, silently, on both
+        backends. (No effect on other calls: they have nothing to report.)
     return_edges : bool
         Return (counts, edges) as NumPy does (default), or counts alone (no
         edges array is made: cheaper for small problems).
@@ -250,6 +258,7 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     float32 there).
     """
     deterministic = _flag("histogram", "deterministic", deterministic)
+    check_weights = _flag("histogram", "check_weights", check_weights)
     return_edges = _flag("histogram", "return_edges", return_edges)
     bits = _fixed_point_bits("histogram", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("histogram", stream, x=x, weights=weights)
@@ -294,7 +303,8 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
         counts = empty(a, (nbins,), count_dtype)
-        _core.histogram_even(objects["x"], objects["weights"], counts, lo, hi, deterministic, bits, handle)
+        _core.histogram_even(objects["x"], objects["weights"], counts, lo, hi, deterministic, bits, check_weights,
+                             handle)
         if not return_edges:
             return counts
         return counts, from_host(a, np.linspace(lo, hi, nbins + 1))
@@ -312,7 +322,8 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
     device_edges = from_host(a, edges)
     counts = empty(a, (edges.size - 1,), count_dtype)
     edges_obj = export(classify(device_edges, "bins", "histogram"), handle, stream is not None)
-    _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, bits, handle)
+    _core.histogram_edges(objects["x"], objects["weights"], edges_obj, counts, deterministic, bits, check_weights,
+                          handle)
     return (counts, device_edges) if return_edges else counts
 
 
@@ -327,7 +338,8 @@ def _bin_count(bins):
         return None
 
 
-def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_bits=None, stream=None):
+def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_bits=None, check_weights=True,
+             stream=None):
     """Counts of each value in x, as numpy.bincount / torch.bincount.
 
     Parameters
@@ -338,10 +350,14 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     minlength : int, a minimum length of the result.
     deterministic : bool
         With weights: fixed-point sums, bitwise identical run to run and
-        across backends (NaN/inf weights are then a ValueError).
+        across backends (NaN/inf weights are then a ValueError, see
+        check_weights).
     fixed_point_bits : int, optional
         With deterministic=True: the fixed-point scale, given instead of
         derived (see tally.histogram).
+    check_weights : bool
+        As in tally.histogram: False skips the report of bad weights (and
+        the wait for the GPU it costs); they then count as 0.
     stream : as in tally.reduce.
 
     Returns
@@ -358,6 +374,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     if minlength < 0:
         raise ValueError(f"tally.bincount: argument 'minlength' must be non-negative (got {minlength})")
     deterministic = _flag("bincount", "deterministic", deterministic)
+    check_weights = _flag("bincount", "check_weights", check_weights)
     bits = _fixed_point_bits("bincount", deterministic, fixed_point_bits)
     infos, objects, handle = _prepare("bincount", stream, x=x, weights=weights)
     a = infos["x"]
@@ -376,7 +393,7 @@ def bincount(x, weights=None, minlength=0, *, deterministic=False, fixed_point_b
     if a.size == 0:
         counts[...] = 0
         return counts
-    _core.bincount(objects["x"], objects["weights"], counts, deterministic, bits, handle)
+    _core.bincount(objects["x"], objects["weights"], counts, deterministic, bits, check_weights, handle)
     return counts
 
 
