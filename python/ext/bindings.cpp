@@ -587,7 +587,8 @@ NB_MODULE(_core, m) {
         });
       },
       nb::arg("x"), nb::arg("weights").none(), nb::arg("counts"), nb::arg("deterministic"),
-      nb::arg("fixed_point_bits").none(), nb::arg("check_weights"), nb::arg("stream"), "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
+      nb::arg("fixed_point_bits").none(), nb::arg("check_weights"), nb::arg("stream"),
+      "counts[x[i]] += weights[i] or 1 (see tally.bincount).");
 
   m.def(
       "scatter",

@@ -238,9 +238,9 @@ def histogram(x, bins=10, range=None, weights=None, *, deterministic=False, fixe
         True (default): a deterministic weighted call reports a weight outside
         the fixed-point range (NaN, ±inf, too large) as a ValueError naming
         'weights', after the other weights were summed; on the GPU the call
-        then waits for the stream (it reads an error flag back). False: never
-        waits (so the call can be captured in a CUDA graph), with the same
-        bits as when checked: such weights count as 0, silently, on both
+        then waits for the stream (it reads an error flag back). False: no
+        flag is read back, so the call does not wait for it, and gives the
+        same bits as when checked: such weights count as 0, silently, on both
         backends. (No effect on other calls: they have nothing to report.)
     return_edges : bool
         Return (counts, edges) as NumPy does (default), or counts alone (no
