@@ -199,6 +199,17 @@ def _busy(stream):
         torch.cuda._sleep(200_000_000)
 
 
+def _returns_while_busy(stream, call):
+    """call() on `stream` behind _busy(stream): its result, and whether it
+    returned while the stream was still busy (it did not wait for it)."""
+    _busy(stream)
+    with torch.cuda.stream(stream):
+        result = call()
+        busy = not stream.query()
+    stream.synchronize()
+    return result, busy
+
+
 @needs_torch
 def test_torch_result_on_side_stream_is_ready_when_that_stream_is():
     n = 2**22
@@ -263,10 +274,8 @@ def test_torch_deterministic_unchecked_scatter_add_does_not_wait():
     with torch.cuda.stream(side):
         tally.scatter_add(out, index, w, deterministic=True, check_indices=False)  # sizes the stream's workspace
         out.zero_()
-        torch.cuda._sleep(200_000_000)
-        tally.scatter_add(out, index, w, deterministic=True, check_indices=False)
-        returned_while_busy = not side.query()
-    side.synchronize()
+    _, returned_while_busy = _returns_while_busy(
+        side, lambda: tally.scatter_add(out, index, w, deterministic=True, check_indices=False))
     assert returned_while_busy
     assert bits(out) == bits(checked)
 
@@ -275,8 +284,9 @@ def test_torch_deterministic_unchecked_scatter_add_does_not_wait():
 def test_torch_deterministic_unchecked_weighted_histogram_does_not_wait():
     """check_weights=False with deterministic=True: a weighted histogram over
     a given range returns while its stream is still busy (no error flag read
-    back) and gives the checked call's bits; bincount too (its length read
-    back first); a NaN weight then counts as 0, as on the CPU backend."""
+    back) and gives the checked call's bits; so does bincount's (which reads
+    its length back first); a NaN weight then counts as 0, as on the CPU
+    backend."""
     n, bins = 10**6, 1000
     x = torch.rand(n, device="cuda", dtype=torch.float64)
     w = torch.randn(n, device="cuda", dtype=torch.float64)
@@ -290,10 +300,7 @@ def test_torch_deterministic_unchecked_weighted_histogram_does_not_wait():
     torch.cuda.synchronize()
     with torch.cuda.stream(side):
         weighted(w, check_weights=False)  # sizes the stream's workspace
-        torch.cuda._sleep(200_000_000)
-        counts = weighted(w, check_weights=False)
-        returned_while_busy = not side.query()
-    side.synchronize()
+    counts, returned_while_busy = _returns_while_busy(side, lambda: weighted(w, check_weights=False))
     assert returned_while_busy
     assert bits(counts) == bits(checked)
 
