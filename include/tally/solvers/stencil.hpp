@@ -69,51 +69,63 @@ struct stencil_operator {
   /// (a warp holds rows at both x ends, so a branch would diverge).
   /// Pre: points == 27, (x, y, z) the coordinates of row i.
   template <class Acc, class Vector>
-  TALLY_HD_INLINE Acc lines_row(std::int64_t i, std::int64_t x, std::int64_t y, std::int64_t z,
-                                const Vector& v) const {
+  TALLY_HD_INLINE Acc lines_row(std::int64_t i, std::int64_t x, std::int64_t y, std::int64_t z, const Vector& v) const {
     const bool left = x > 0, right = x + 1 < g;
-    const int first = first_line(y, z);
+    const line_mask inside = lines_inside(y, z);
     auto at = [&](std::int64_t j) { return static_cast<Acc>(v(j)); };
-    Acc acc(0);
+    Acc acc = sum_start<Acc>();
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int line = 0; line < 9; ++line) {
-      if (!line_inside(line, y, z)) continue;
+      if (!inside(line)) continue;
       const std::int64_t j = i + line_offset(line);
-      acc = add_line(acc, line == first, line, left, right, left ? at(j - 1) : Acc(0), at(j),
-                     right ? at(j + 1) : Acc(0));
+      acc = add_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
     }
     return acc;
   }
 
+  /// What a row's sum starts from: −0, the identity of IEEE addition
+  /// (−0 + x is x for every x, +0 and −0 included), so that adding the
+  /// row's first term to it gives the bits of a sum that starts with that
+  /// term, as csr_view::row_product's does, and a line outside the grid can
+  /// be left out wherever it falls.
+  template <class Acc>
+  TALLY_HD_INLINE static Acc sum_start() {
+    return -Acc(0);
+  }
+
   /// Line `line` (0 .. 8: dz = line / 3 − 1, dy = line % 3 − 1) of a 27-point
-  /// row: its terms added to `acc` in the row's order, given the values at
-  /// x − 1 (`before`, read only when `left`), x and x + 1 (`after`, only when
-  /// `right`). The row's first line inside the grid (`first`, see first_line)
-  /// starts the sum (`acc` is ignored there). a(i, j) = −1 is applied as a
-  /// subtraction: −1·v is exact, so acc + (−1·v) and acc − v are the same
-  /// bits, and the diagonal's product is rounded on its own. lines_row and
-  /// the GPU's several-rows-a-thread searches all go through it, so they
+  /// row: its terms added to `acc` (sum_start() before the row's first line)
+  /// in the row's order, given the values at x − 1 (`before`, read only when
+  /// `left`), x and x + 1 (`after`, only when `right`). a(i, j) = −1 is
+  /// applied as a subtraction: −1·v is exact, so acc + (−1·v) and acc − v are
+  /// the same bits; the diagonal's product is rounded on its own. lines_row
+  /// and the GPU's several-rows-a-thread searches all go through it, so they
   /// give the same bits as each other and as the sorted CSR row.
   template <class Acc>
-  TALLY_HD_INLINE Acc add_line(Acc acc, bool first, int line, bool left, bool right, Acc before, Acc mid,
-                               Acc after) const {
-    const Acc term = line == 4 ? tally::detail::multiply_rounded(static_cast<Acc>(center()), mid) : -mid;
-    if (first) acc = left ? -before + term : term;
-    else acc = (left ? acc - before : acc) + term;
+  TALLY_HD_INLINE Acc add_line(Acc acc, int line, bool left, bool right, Acc before, Acc mid, Acc after) const {
+    if (left) acc = acc - before;
+    acc = line == 4 ? acc + tally::detail::multiply_rounded(static_cast<Acc>(center()), mid) : acc - mid;
     if (right) acc = acc - after;
     return acc;
   }
 
-  /// The first of a 27-point row's lines (see add_line) inside the grid: its
-  /// z − 1 and y − 1 lines are missing on the z = 0 and y = 0 faces.
-  TALLY_HD_INLINE static int first_line(std::int64_t y, std::int64_t z) { return 3 * (z == 0) + (y == 0); }
+  /// Which of a 27-point row's nine lines lie inside the grid (all, when
+  /// default-made): the z − 1 and z + 1 lines are missing on the z faces,
+  /// the y − 1 and y + 1 lines on the y faces.
+  struct line_mask {
+    bool y_low = true, y_high = true, z_low = true, z_high = true;
+    /// Pre: 0 <= line < 9 (a constant after unrolling: one test a line).
+    TALLY_HD_INLINE bool operator()(int line) const {
+      const int dy = line % 3, dz = line / 3;
+      return (dy == 0 ? y_low : dy == 2 ? y_high : true) && (dz == 0 ? z_low : dz == 2 ? z_high : true);
+    }
+  };
 
-  /// Whether line `line` of a row at (y, z) lies inside the grid.
-  TALLY_HD_INLINE bool line_inside(int line, std::int64_t y, std::int64_t z) const {
-    const std::int64_t ly = y + line % 3 - 1, lz = z + line / 3 - 1;
-    return ly >= 0 && ly < g && lz >= 0 && lz < g;
+  /// The line_mask of a row at (y, z).
+  TALLY_HD_INLINE line_mask lines_inside(std::int64_t y, std::int64_t z) const {
+    return {y > 0, y + 1 < g, z > 0, z + 1 < g};
   }
 
   /// j − i from row i to its neighbour at x on line `line` (see add_line).

@@ -187,13 +187,15 @@ struct phases {
     const T beta = control.beta;
     auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
     const bool left = x0 > 0, right = x0 + V < a.g;
-    const int first = a.first_line(y, z);
+    const auto lines = a.lines_inside(y, z);
     const int lane = threadIdx.x & 31;
-    vec p{}, ap{};
+    vec p{}, ap;
+#pragma unroll
+    for (int k = 0; k < V; ++k) ap.v[k] = a.template sum_start<T>();
     if (lined) {  // warp-uniform when whole (the shuffles' condition): x0 + kV <= g always
 #pragma unroll
       for (int line = 0; line < 9; ++line) {
-        const bool inside = a.line_inside(line, y, z);
+        const bool inside = lines(line);
         const std::int64_t j0 = i0 + a.line_offset(line);
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
@@ -220,8 +222,7 @@ struct phases {
         if (inside) {
 #pragma unroll
           for (int k = 0; k < V; ++k)
-            ap.v[k] = a.add_line(ap.v[k], line == first, line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
-                                 w[k + 2]);
+            ap.v[k] = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
         }
         if (line == 4) {  // always inside the grid
 #pragma unroll

@@ -90,13 +90,13 @@ struct stencil_window {
     a.coordinates(i, x, y, z);
     if (a.points != 27) return a.template row_product<T>(i, *this);
     const bool left = x > 0, right = x + 1 < a.g;
-    const int first = a.first_line(y, z);
-    T acc(0);
+    const auto lines = a.lines_inside(y, z);
+    T acc = a.template sum_start<T>();
 #pragma unroll
     for (int line = 0; line < 9; ++line) {
-      if (!a.line_inside(line, y, z)) continue;
+      if (!lines(line)) continue;
       const int m = line_index(i, line);  // the x ± 1 values are read whether or not add_line uses them
-      acc = a.add_line(acc, line == first, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
+      acc = a.add_line(acc, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
     }
     return acc;
   }
@@ -115,7 +115,9 @@ struct stencil_window {
     std::int64_t x0, y, z;
     a.coordinates(i0, x0, y, z);
     const bool left = x0 > 0, right = x0 + V < a.g;
-    const int first = a.first_line(y, z);
+    const auto lines = a.lines_inside(y, z);
+#pragma unroll
+    for (int k = 0; k < V; ++k) ap.v[k] = a.template sum_start<T>();
 #pragma unroll
     for (int line = 0; line < 9; ++line) {
       const int m = line_index(i0, line);
@@ -125,11 +127,10 @@ struct stencil_window {
 #pragma unroll
       for (int k = 0; k < V; ++k) w[k + 1] = mid.v[k];
       w[V + 1] = values()[m + V];
-      if (a.line_inside(line, y, z)) {
+      if (lines(line)) {
 #pragma unroll
         for (int k = 0; k < V; ++k)
-          ap.v[k] = a.add_line(ap.v[k], line == first, line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
-                               w[k + 2]);
+          ap.v[k] = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
       }
       if (line == 4) p = mid;
     }
