@@ -66,7 +66,8 @@ struct stencil_operator {
   /// row_product of a 27-point row at (x, y, z): its nine grid lines in the
   /// row's order, those outside the grid left out, through add_line; the x
   /// neighbours that fall outside left out by a select instead of a branch
-  /// (a warp holds rows at both x ends, so a branch would diverge).
+  /// (a warp holds rows at both x ends, so a branch would diverge), and the
+  /// lines outside the grid by a select too.
   /// Pre: points == 27, (x, y, z) the coordinates of row i.
   template <class Acc, class Vector>
   TALLY_HD_INLINE Acc lines_row(std::int64_t i, std::int64_t x, std::int64_t y, std::int64_t z, const Vector& v) const {
@@ -78,9 +79,12 @@ struct stencil_operator {
 #pragma unroll
 #endif
     for (int line = 0; line < 9; ++line) {
-      if (!inside(line)) continue;
-      const std::int64_t j = i + line_offset(line);
-      acc = add_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
+      // A line outside the grid reads row i's own line and is not added:
+      // reads without a condition can all be in flight at once.
+      const bool in = inside(line);
+      const std::int64_t j = i + (in ? line_offset(line) : 0);
+      const Acc sum = add_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
+      acc = in ? sum : acc;
     }
     return acc;
   }

@@ -172,8 +172,7 @@ struct phases {
   /// on a vector: its kV middle values are read as two 16-byte loads (z and
   /// p), and its ends are the neighbouring lanes' values, by shuffles (lanes
   /// 0 and 31 read theirs). Scalar loads strided by kV would make the L1 look
-  /// up kV times as many lines. Every lane takes part in the shuffles; a lane
-  /// whose line is outside the grid loads nothing there.
+  /// up kV times as many lines. Every lane takes part in the shuffles.
   template <class A>
   __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
     constexpr int V = kV<T>;
@@ -195,34 +194,33 @@ struct phases {
     if (lined) {  // warp-uniform when whole (the shuffles' condition): x0 + kV <= g always
 #pragma unroll
       for (int line = 0; line < 9; ++line) {
+        // A line outside the grid reads the rows' own line and is not added
+        // (see lines_row): the reads need no condition.
         const bool inside = lines(line);
-        const std::int64_t j0 = i0 + a.line_offset(line);
+        const std::int64_t j0 = i0 + (inside ? a.line_offset(line) : 0);
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
           // Persistent: plain loads, as fresh_read says; graph: read-only.
-          vec zv{}, pv{};
-          if (inside) {
-            zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
-            pv = device::load_vector<T, V, true, !Persistent>(from + j0);
-          }
+          const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
+          const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
           for (int t = 0; t < V; ++t) w[t + 1] = detail::direction_value(zv.v[t], pv.v[t], beta);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
           const T after = __shfl_down_sync(device::kFullMask, w[1], 1);
-          w[0] = lane > 0 ? before : (left && inside ? direction(j0 - 1) : T(0));
-          w[V + 1] = lane < 31 ? after : (right && inside ? direction(j0 + V) : T(0));
-        } else if (inside) {
+          w[0] = lane > 0 ? before : (left ? direction(j0 - 1) : T(0));
+          w[V + 1] = lane < 31 ? after : (right ? direction(j0 + V) : T(0));
+        } else {
           w[0] = left ? direction(j0 - 1) : T(0);
 #pragma unroll
           for (int t = 0; t < V; ++t) w[t + 1] = direction(j0 + t);
           w[V + 1] = right ? direction(j0 + V) : T(0);
         }
-        if (inside) {
 #pragma unroll
-          for (int k = 0; k < V; ++k)
-            ap.v[k] = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+        for (int k = 0; k < V; ++k) {
+          const T sum = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+          ap.v[k] = inside ? sum : ap.v[k];
         }
         if (line == 4) {  // always inside the grid
 #pragma unroll

@@ -94,9 +94,12 @@ struct stencil_window {
     T acc = a.template sum_start<T>();
 #pragma unroll
     for (int line = 0; line < 9; ++line) {
-      if (!lines(line)) continue;
-      const int m = line_index(i, line);  // the x ± 1 values are read whether or not add_line uses them
-      acc = a.add_line(acc, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
+      // Every line is in the window (see line_products); the x ± 1 values are
+      // read whether or not add_line uses them, and a line outside the grid
+      // is not added.
+      const int m = line_index(i, line);
+      const T sum = a.add_line(acc, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
+      acc = lines(line) ? sum : acc;
     }
     return acc;
   }
@@ -127,10 +130,10 @@ struct stencil_window {
 #pragma unroll
       for (int k = 0; k < V; ++k) w[k + 1] = mid.v[k];
       w[V + 1] = values()[m + V];
-      if (lines(line)) {
 #pragma unroll
-        for (int k = 0; k < V; ++k)
-          ap.v[k] = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+      for (int k = 0; k < V; ++k) {
+        const T sum = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+        ap.v[k] = lines(line) ? sum : ap.v[k];
       }
       if (line == 4) p = mid;
     }
