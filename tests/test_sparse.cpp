@@ -95,24 +95,36 @@ TEST(Poisson, BadSizesAreRejected) {
 }
 
 // The stencil's rows equal the CSR matrix's rows bit for bit, with products
-// rounded on their own in the same order.
+// rounded on their own in the same order: every face, edge and corner of the
+// grid (g = 5 has all of them and inner rows), on values whose sums depend on
+// their order (magnitudes from 2^-20 to 2^20, so that most additions round),
+// and on zeros: +0 everywhere but −0 at the row's own point, so that every
+// term of the row is −0 and the row sums to −0, as a sum started with its
+// first term does (one started from +0 would give +0).
 TEST(Stencil, RowProductsEqualCsrBitForBit) {
   random_source rng;
   SCOPED_TRACE(rng.trace());
   for (int points : {7, 27})
-    for (std::int64_t g : {1, 2, 5}) {
-      const auto a = points == 27 ? sv::poisson3d_27pt<float, std::int32_t>(g) : sv::poisson3d_7pt<float, std::int32_t>(g);
-      const auto s = sv::stencil_operator<float>::make(g, points);
-      const auto x = random_values<float>(rng, static_cast<std::size_t>(a.rows), -1e3, 1e3);
-      auto at = [&](std::int64_t j) { return x[j]; };
-      for (std::int64_t i = 0; i < a.rows; ++i) {
-        const float want = a.view().row_product(i, at), got = s.row_product(i, at);
-        ASSERT_EQ(0, std::memcmp(&want, &got, sizeof want)) << "points " << points << " g " << g << " row " << i;
-        const double wd = a.view().row_product<double>(i, at), gd = s.row_product<double>(i, at);
-        ASSERT_EQ(0, std::memcmp(&wd, &gd, sizeof wd));
-        ASSERT_EQ(a.view().diagonal(i), s.diagonal(i));
+    for (std::int64_t g : {1, 2, 3, 5})
+      for (const bool zeros : {false, true}) {
+        const auto a =
+            points == 27 ? sv::poisson3d_27pt<float, std::int32_t>(g) : sv::poisson3d_7pt<float, std::int32_t>(g);
+        const auto s = sv::stencil_operator<float>::make(g, points);
+        auto x = random_values<float>(rng, static_cast<std::size_t>(a.rows), -1, 1);
+        for (auto& e : x) e = zeros ? 0.0f : std::ldexp(e, static_cast<int>(rng.integer(-20, 20)));
+        auto at = [&](std::int64_t j) { return x[j]; };
+        for (std::int64_t i = 0; i < a.rows; ++i) {
+          if (zeros) {
+            if (i > 0) x[i - 1] = 0.0f;
+            x[i] = -0.0f;
+          }
+          const float want = a.view().row_product(i, at), got = s.row_product(i, at);
+          ASSERT_EQ(0, std::memcmp(&want, &got, sizeof want)) << "points " << points << " g " << g << " row " << i;
+          const double wd = a.view().row_product<double>(i, at), gd = s.row_product<double>(i, at);
+          ASSERT_EQ(0, std::memcmp(&wd, &gd, sizeof wd));
+          ASSERT_EQ(a.view().diagonal(i), s.diagonal(i));
+        }
       }
-    }
 }
 
 // row_product sums in stored order: a row whose order matters.

@@ -44,6 +44,7 @@ struct stencil_operator {
   TALLY_HD_INLINE Acc row_product(std::int64_t i, const Vector& v) const {
     std::int64_t x, y, z;
     coordinates(i, x, y, z);
+    if (points == 27) return lines_row<Acc>(i, x, y, z, v);
     Acc acc(0);
     bool first = true;
     auto add = [&](std::int64_t j, Acc a) {
@@ -52,73 +53,86 @@ struct stencil_operator {
       first = false;
     };
     const Acc minus_one(-1), diag = static_cast<Acc>(center());
-    if (points == 27 && y > 0 && y + 1 < g && z > 0 && z + 1 < g) return inner_row<Acc>(i, x, v);
-    if (points == 27) {
-
-      for (int dz = -1; dz <= 1; ++dz) {
-        if (z + dz < 0 || z + dz >= g) continue;
-
-        for (int dy = -1; dy <= 1; ++dy) {
-          if (y + dy < 0 || y + dy >= g) continue;
-          const std::int64_t base = i + (dz * g + dy) * g;
-          if (x > 0) add(base - 1, minus_one);
-          add(base, (dz == 0 && dy == 0) ? diag : minus_one);
-          if (x + 1 < g) add(base + 1, minus_one);
-        }
-      }
-    } else {
-      if (z > 0) add(i - g * g, minus_one);
-      if (y > 0) add(i - g, minus_one);
-      if (x > 0) add(i - 1, minus_one);
-      add(i, diag);
-      if (x + 1 < g) add(i + 1, minus_one);
-      if (y + 1 < g) add(i + g, minus_one);
-      if (z + 1 < g) add(i + g * g, minus_one);
-    }
+    if (z > 0) add(i - g * g, minus_one);
+    if (y > 0) add(i - g, minus_one);
+    if (x > 0) add(i - 1, minus_one);
+    add(i, diag);
+    if (x + 1 < g) add(i + 1, minus_one);
+    if (y + 1 < g) add(i + g, minus_one);
+    if (z + 1 < g) add(i + g * g, minus_one);
     return acc;
   }
 
-  /// row_product of a 27-point row whose y and z neighbours are all inside
-  /// the grid: the general loop's terms in its order, unrolled, with the x
+  /// row_product of a 27-point row at (x, y, z): its nine grid lines in the
+  /// row's order, those outside the grid left out, through add_line; the x
   /// neighbours that fall outside left out by a select instead of a branch
-  /// (a warp holds rows at both x ends, so a branch would diverge).
-  /// a(i, j) = −1 is applied as a subtraction: −1·v is exact, so acc + (−1·v)
-  /// and acc − v are the same bits. (On the GPU the general loop, with its
-  /// bounds checks and products, cost ~1000 instructions a row an iteration.)
+  /// (a warp holds rows at both x ends, so a branch would diverge), and the
+  /// lines outside the grid by a select too.
+  /// Pre: points == 27, (x, y, z) the coordinates of row i.
   template <class Acc, class Vector>
-  TALLY_HD_INLINE Acc inner_row(std::int64_t i, std::int64_t x, const Vector& v) const {
+  TALLY_HD_INLINE Acc lines_row(std::int64_t i, std::int64_t x, std::int64_t y, std::int64_t z, const Vector& v) const {
     const bool left = x > 0, right = x + 1 < g;
+    const line_mask inside = lines_inside(y, z);
     auto at = [&](std::int64_t j) { return static_cast<Acc>(v(j)); };
-    Acc acc(0);
+    Acc acc = sum_start<Acc>();
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int line = 0; line < 9; ++line) {
-      const std::int64_t j = i + line_offset(line);
-      acc = inner_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
+      // A line outside the grid reads row i's own line and is not added:
+      // reads without a condition can all be in flight at once.
+      const bool in = inside(line);
+      const std::int64_t j = i + (in ? line_offset(line) : 0);
+      const Acc sum = add_line(acc, line, left, right, left ? at(j - 1) : Acc(0), at(j), right ? at(j + 1) : Acc(0));
+      acc = in ? sum : acc;
     }
     return acc;
   }
 
-  /// Line `line` (0 .. 8: dz = line / 3 − 1, dy = line % 3 − 1) of a 27-point
-  /// inner row: its terms added to `acc` in the row's order, given the
-  /// values at x − 1 (`before`, read only when `left`), x and x + 1 (`after`,
-  /// only when `right`). Line 0 starts the sum (`acc` is ignored there).
-  /// inner_row and the GPU's several-rows-a-thread search both go through
-  /// it, so they give the same bits.
+  /// What a row's sum starts from: −0, the identity of IEEE addition
+  /// (−0 + x is x for every x, +0 and −0 included), so that adding the
+  /// row's first term to it gives the bits of a sum that starts with that
+  /// term, as csr_view::row_product's does, and a line outside the grid can
+  /// be left out wherever it falls.
   template <class Acc>
-  TALLY_HD_INLINE Acc inner_line(Acc acc, int line, bool left, bool right, Acc before, Acc mid, Acc after) const {
-    if (line == 0) {
-      acc = left ? -before - mid : -mid;  // the row's first term starts the sum
-    } else {
-      if (left) acc = acc - before;
-      acc = line == 4 ? acc + tally::detail::multiply_rounded(static_cast<Acc>(center()), mid) : acc - mid;
-    }
+  TALLY_HD_INLINE static Acc sum_start() {
+    return -Acc(0);
+  }
+
+  /// Line `line` (0 .. 8: dz = line / 3 − 1, dy = line % 3 − 1) of a 27-point
+  /// row: its terms added to `acc` (sum_start() before the row's first line)
+  /// in the row's order, given the values at x − 1 (`before`, read only when
+  /// `left`), x and x + 1 (`after`, only when `right`). a(i, j) = −1 is
+  /// applied as a subtraction: −1·v is exact, so acc + (−1·v) and acc − v are
+  /// the same bits; the diagonal's product is rounded on its own. lines_row
+  /// and the GPU's several-rows-a-thread searches all go through it, so they
+  /// give the same bits as each other and as the sorted CSR row.
+  template <class Acc>
+  TALLY_HD_INLINE Acc add_line(Acc acc, int line, bool left, bool right, Acc before, Acc mid, Acc after) const {
+    if (left) acc = acc - before;
+    acc = line == 4 ? acc + tally::detail::multiply_rounded(static_cast<Acc>(center()), mid) : acc - mid;
     if (right) acc = acc - after;
     return acc;
   }
 
-  /// j − i from row i to its neighbour at x on line `line` (see inner_line).
+  /// Which of a 27-point row's nine lines lie inside the grid (all, when
+  /// default-made): the z − 1 and z + 1 lines are missing on the z faces,
+  /// the y − 1 and y + 1 lines on the y faces.
+  struct line_mask {
+    bool y_low = true, y_high = true, z_low = true, z_high = true;
+    /// Pre: 0 <= line < 9 (a constant after unrolling: one test a line).
+    TALLY_HD_INLINE bool operator()(int line) const {
+      const int dy = line % 3, dz = line / 3;
+      return (dy == 0 ? y_low : dy == 2 ? y_high : true) && (dz == 0 ? z_low : dz == 2 ? z_high : true);
+    }
+  };
+
+  /// The line_mask of a row at (y, z).
+  TALLY_HD_INLINE line_mask lines_inside(std::int64_t y, std::int64_t z) const {
+    return {y > 0, y + 1 < g, z > 0, z + 1 < g};
+  }
+
+  /// j − i from row i to its neighbour at x on line `line` (see add_line).
   TALLY_HD_INLINE std::int64_t line_offset(int line) const { return ((line / 3 - 1) * g + (line % 3 - 1)) * g; }
 
   /// Row i's grid point: i = x + g·(y + g·z). Two divisions, in 32 bits

@@ -158,37 +158,46 @@ struct phases {
     return detail::search_row(a, v, i, fresh(to + i), [&](std::int64_t j) { return fresh(to + j); });
   }
   /// search() of the kV<T> rows from i0 (all below n; i0 a multiple of
-  /// kV<T>), their leaves folded in row order. A 27-point stencil's inner
-  /// rows read each neighbour's new direction once for all of them, a line
-  /// at a time (kV + 2 values for kV rows instead of 3 a row), and sum their
-  /// terms through stencil_operator::inner_line, as inner_row does: the same
-  /// bits. Other rows take search() one by one.
+  /// kV<T>), their leaves folded in row order. A 27-point stencil's rows
+  /// that share a grid line read each neighbour's new direction once for all
+  /// of them, a line at a time (kV + 2 values for kV rows instead of 3 a row),
+  /// and sum their terms through stencil_operator::add_line, as lines_row
+  /// does: the same bits. Lines outside the grid (the y and z faces) are left
+  /// out, as lines_row leaves them out: a face row takes this path too, so
+  /// that the warp that holds it is not the block's slowest (through the
+  /// general row loop, ~10 times the work, it held every other warp of its
+  /// block at the chunk's barrier). Other rows take search() one by one.
   ///
   /// When g is a multiple of kV (warp-uniform), every line's window starts
   /// on a vector: its kV middle values are read as two 16-byte loads (z and
   /// p), and its ends are the neighbouring lanes' values, by shuffles (lanes
   /// 0 and 31 read theirs). Scalar loads strided by kV would make the L1 look
-  /// up kV times as many lines. Every lane takes part in the shuffles; a lane
-  /// whose rows are not inner reads its own rows there and discards them.
+  /// up kV times as many lines. Every lane takes part in the shuffles.
   template <class A>
   __device__ search_sums<T> search_vector(const A& a, std::int64_t i0) const {
     constexpr int V = kV<T>;
     using vec = device::vector_of<T, V>;
     std::int64_t x0, y, z;
     a.coordinates(i0, x0, y, z);
-    const bool inner = a.points == 27 && y > 0 && y + 1 < a.g && z > 0 && z + 1 < a.g && x0 + V <= a.g;
+    const bool lined = a.points == 27 && x0 + V <= a.g;  // the kV rows share a grid line
     const bool whole = a.g % V == 0;
     const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     const T beta = control.beta;
     auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
     const bool left = x0 > 0, right = x0 + V < a.g;
+    const auto lines = a.lines_inside(y, z);
     const int lane = threadIdx.x & 31;
-    vec p{}, ap{};
-    if (whole || inner) {
+    vec p{}, ap;
+#pragma unroll
+    for (int k = 0; k < V; ++k) ap.v[k] = a.template sum_start<T>();
+    if (lined) {  // warp-uniform when whole (the shuffles' condition): x0 + kV <= g always
 #pragma unroll
       for (int line = 0; line < 9; ++line) {
-        const std::int64_t j0 = inner ? i0 + a.line_offset(line) : i0;
+        // A line outside the grid reads the rows' own line and is not added
+        // (see lines_row): the reads need no condition.
+        const bool inside = lines(line);
+        const std::int64_t j0 = i0 + (inside ? a.line_offset(line) : 0);
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
           // Persistent: plain loads, as fresh_read says; graph: read-only.
@@ -200,8 +209,8 @@ struct phases {
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
           const T after = __shfl_down_sync(device::kFullMask, w[1], 1);
-          w[0] = lane > 0 ? before : (left && inner ? direction(j0 - 1) : T(0));
-          w[V + 1] = lane < 31 ? after : (right && inner ? direction(j0 + V) : T(0));
+          w[0] = lane > 0 ? before : (left ? direction(j0 - 1) : T(0));
+          w[V + 1] = lane < 31 ? after : (right ? direction(j0 + V) : T(0));
         } else {
           w[0] = left ? direction(j0 - 1) : T(0);
 #pragma unroll
@@ -209,16 +218,17 @@ struct phases {
           w[V + 1] = right ? direction(j0 + V) : T(0);
         }
 #pragma unroll
-        for (int k = 0; k < V; ++k)
-          ap.v[k] = a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1],
-                                 w[k + 2]);
-        if (line == 4) {
+        for (int k = 0; k < V; ++k) {
+          const T sum = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+          ap.v[k] = inside ? sum : ap.v[k];
+        }
+        if (line == 4) {  // always inside the grid
 #pragma unroll
           for (int k = 0; k < V; ++k) p.v[k] = w[k + 1];
         }
       }
     }
-    if (!inner) return fold_rows(i0, [&](std::int64_t i) { return search(a, i); });
+    if (!lined) return fold_rows(i0, [&](std::int64_t i) { return search(a, i); });
     return store_search_vectors(i0, p, ap);
   }
   /// row(i0) ⊕ … ⊕ row(i0 + kV − 1), left to right: the tree's vector.
@@ -261,13 +271,13 @@ struct phases {
   }
   /// search_staged() of the kV<T> rows from i0 (a multiple of kV<T>, all
   /// below n; g a multiple of kV<T>), their leaves folded in row order (the
-  /// tree's vector): inner rows a vector at a time, others row by row.
+  /// tree's vector): 27-point rows a vector at a time, 7-point ones row by row.
   template <class Value>
   __device__ search_sums<T> search_staged_vector(const stencil_operator<Value>& a, const stencil_window<T>& window,
                                                  std::int64_t i0) const {
     constexpr int V = kV<T>;
     device::vector_of<T, V> p, ap;
-    if (!window.inner_products(a, i0, p, ap))
+    if (!window.line_products(a, i0, p, ap))
       return fold_rows(i0, [&](std::int64_t i) { return search_staged(a, window, i); });
     return store_search_vectors(i0, p, ap);
   }

@@ -81,37 +81,46 @@ struct stencil_window {
   }
 
   /// Σ a(i, j)·w(j) over row i's stencil, as stencil_operator::row_product
-  /// sums it (the same bits). A 27-point row whose y and z neighbours are in
-  /// the grid reads its nine lines at fixed distances in the window, through
-  /// inner_line; other rows take the operator's general loop.
+  /// sums it (the same bits). A 27-point row reads its lines inside the grid
+  /// at fixed distances in the window, through add_line, as lines_row does;
+  /// a 7-point row takes the operator's loop.
   template <class Value>
   __device__ __forceinline__ T product(const stencil_operator<Value>& a, std::int64_t i) const {
     std::int64_t x, y, z;
     a.coordinates(i, x, y, z);
-    if (a.points != 27 || y == 0 || y + 1 == a.g || z == 0 || z + 1 == a.g) return a.template row_product<T>(i, *this);
+    if (a.points != 27) return a.template row_product<T>(i, *this);
     const bool left = x > 0, right = x + 1 < a.g;
-    T acc(0);
+    const auto lines = a.lines_inside(y, z);
+    T acc = a.template sum_start<T>();
 #pragma unroll
     for (int line = 0; line < 9; ++line) {
-      const int m = line_index(i, line);  // the x ± 1 values are read whether or not inner_line uses them
-      acc = a.inner_line(acc, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
+      // Every line is in the window (see line_products); the x ± 1 values are
+      // read whether or not add_line uses them, and a line outside the grid
+      // is not added.
+      const int m = line_index(i, line);
+      const T sum = a.add_line(acc, line, left, right, values()[m - 1], values()[m], values()[m + 1]);
+      acc = lines(line) ? sum : acc;
     }
     return acc;
   }
 
   /// product() of the V rows from i0 into `ap`, and w of those rows into `p`,
-  /// when they are inner 27-point rows; false (nothing written) otherwise.
-  /// Pre: the whole-vector case (g a multiple of V), i0 a multiple of V: the
-  /// V rows share a grid line, and each line's V values are one aligned
-  /// vector of the window. The same inner_line calls as product(), so the
-  /// same bits.
+  /// for 27-point rows; false (nothing written) for 7-point ones. Pre: the
+  /// whole-vector case (g a multiple of V), i0 a multiple of V: the V rows
+  /// share a grid line, and each line's V values are one aligned vector of
+  /// the window (every line is, outside the grid too: a segment reaches one
+  /// row past the lines its chunk reads). The same add_line calls as
+  /// product(), so the same bits.
   template <class Value>
-  __device__ __forceinline__ bool inner_products(const stencil_operator<Value>& a, std::int64_t i0,
-                                                 device::vector_of<T, V>& p, device::vector_of<T, V>& ap) const {
+  __device__ __forceinline__ bool line_products(const stencil_operator<Value>& a, std::int64_t i0,
+                                                device::vector_of<T, V>& p, device::vector_of<T, V>& ap) const {
+    if (a.points != 27) return false;
     std::int64_t x0, y, z;
     a.coordinates(i0, x0, y, z);
-    if (a.points != 27 || y == 0 || y + 1 == a.g || z == 0 || z + 1 == a.g) return false;
     const bool left = x0 > 0, right = x0 + V < a.g;
+    const auto lines = a.lines_inside(y, z);
+#pragma unroll
+    for (int k = 0; k < V; ++k) ap.v[k] = a.template sum_start<T>();
 #pragma unroll
     for (int line = 0; line < 9; ++line) {
       const int m = line_index(i0, line);
@@ -122,9 +131,10 @@ struct stencil_window {
       for (int k = 0; k < V; ++k) w[k + 1] = mid.v[k];
       w[V + 1] = values()[m + V];
 #pragma unroll
-      for (int k = 0; k < V; ++k)
-        ap.v[k] =
-            a.inner_line(line == 0 ? T(0) : ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+      for (int k = 0; k < V; ++k) {
+        const T sum = a.add_line(ap.v[k], line, k > 0 || left, k + 1 < V || right, w[k], w[k + 1], w[k + 2]);
+        ap.v[k] = lines(line) ? sum : ap.v[k];
+      }
       if (line == 4) p = mid;
     }
     return true;
