@@ -116,15 +116,26 @@ struct phases {
     if (control.pipelined) return detail::pipelined_setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
     return detail::setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
   }
+  /// The new search direction at row j: z_j + β·p_j, p from buffer `from`.
+  /// A stencil's update stores no z (its M⁻¹ is one constant): z_j is
+  /// recomputed from r_j as the update computed it, the same bits, so the
+  /// update moves 24 bytes a row instead of 32 and the search reads r where
+  /// it read z.
+  template <class A>
+  __device__ __forceinline__ T direction_at(const A&, const T* from, std::int64_t j) const {
+    const fresh_read<Persistent> fresh;
+    if constexpr (is_stencil<A>)
+      return detail::direction_value(detail::multiply_rounded(control.constant_dinv, fresh(v.r + j)), fresh(from + j),
+                                     control.beta);
+    else return detail::direction(v, from, j, control.beta, fresh);
+  }
   template <class A>
   __device__ search_sums<T> search(const A& a, std::int64_t i) const {
-    const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     T* to = v.p[(control.searches + 1) & 1];
-    const T beta = control.beta;
-    const T p_i = detail::direction(v, from, i, beta, fresh);
+    const T p_i = direction_at(a, from, i);
     to[i] = p_i;
-    return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
+    return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return direction_at(a, from, j); });
   }
   /// Stores the new directions p = z + β·p of rows [begin, end) (begin a
   /// multiple of kV<T>) into the buffer the search writes, a vector at a time.
@@ -184,7 +195,7 @@ struct phases {
     const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     const T beta = control.beta;
-    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
+    auto direction = [&](std::int64_t j) { return direction_at(a, from, j); };
     const bool left = x0 > 0, right = x0 + V < a.g;
     const auto lines = a.lines_inside(y, z);
     const int lane = threadIdx.x & 31;
@@ -201,10 +212,12 @@ struct phases {
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
           // Persistent: plain loads, as fresh_read says; graph: read-only.
-          const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
+          // z = M⁻¹·r (see direction_at).
+          const vec rv = device::load_vector<T, V, true, !Persistent>(v.r + j0);
           const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
-          for (int t = 0; t < V; ++t) w[t + 1] = detail::direction_value(zv.v[t], pv.v[t], beta);
+          for (int t = 0; t < V; ++t)
+            w[t + 1] = detail::direction_value(detail::multiply_rounded(control.constant_dinv, rv.v[t]), pv.v[t], beta);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
@@ -291,7 +304,7 @@ struct phases {
   /// M⁻¹: not read from dinv (the value the set-up stored there, so the same
   /// bits), which takes the update from 32 bytes a row to 28.
   template <class A>
-  __device__ update_sums<T> update_vector(const A& a, std::int64_t i0) const {
+  __device__ update_sums<T> update_vector(const A&, std::int64_t i0) const {
     constexpr int V = kV<T>;
     // Plain loads throughout: x and r are rewritten in this kernel, and in the
     // persistent one p and Ap were written by other blocks (see fresh_read).
@@ -303,9 +316,8 @@ struct phases {
     const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
     device::vector_of<T, V> dinv;
     if constexpr (is_stencil<A>) {
-      const T constant = control.jacobi ? detail::inverse_diagonal<T>(static_cast<T>(a.center())) : T(1);
 #pragma unroll
-      for (int k = 0; k < V; ++k) dinv.v[k] = constant;
+      for (int k = 0; k < V; ++k) dinv.v[k] = control.constant_dinv;
     } else {
       dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
     }
@@ -317,7 +329,7 @@ struct phases {
     if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
     else device::store_vector<T, V, false>(v.x + i0, x);
     device::store_vector<T, V, true>(v.r + i0, r);
-    device::store_vector<T, V, true>(v.z + i0, z);
+    if constexpr (!is_stencil<A>) device::store_vector<T, V, true>(v.z + i0, z);  // a stencil's search recomputes it
     return acc;
   }
   template <class A>
@@ -357,7 +369,8 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
     const auto window =
-        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta, c * chunk_rows, chunk_rows);
+        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
+                             rows.control.constant_dinv, c * chunk_rows, chunk_rows);
     const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
     // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
     if (A.g % kV<T> == 0)
