@@ -45,13 +45,8 @@ struct stencil_operator {
     std::int64_t x, y, z;
     coordinates(i, x, y, z);
     if (points == 27) return lines_row<Acc>(i, x, y, z, v);
-    Acc acc(0);
-    bool first = true;
-    auto add = [&](std::int64_t j, Acc a) {
-      const Acc term = tally::detail::multiply_rounded(a, static_cast<Acc>(v(j)));
-      acc = first ? term : acc + term;
-      first = false;
-    };
+    Acc acc = sum_start<Acc>();  // the 7-point row: its terms in order
+    auto add = [&](std::int64_t j, Acc a) { acc = acc + tally::detail::multiply_rounded(a, static_cast<Acc>(v(j))); };
     const Acc minus_one(-1), diag = static_cast<Acc>(center());
     if (z > 0) add(i - g * g, minus_one);
     if (y > 0) add(i - g, minus_one);
