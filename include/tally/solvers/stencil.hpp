@@ -45,13 +45,8 @@ struct stencil_operator {
     std::int64_t x, y, z;
     coordinates(i, x, y, z);
     if (points == 27) return lines_row<Acc>(i, x, y, z, v);
-    Acc acc(0);
-    bool first = true;
-    auto add = [&](std::int64_t j, Acc a) {
-      const Acc term = tally::detail::multiply_rounded(a, static_cast<Acc>(v(j)));
-      acc = first ? term : acc + term;
-      first = false;
-    };
+    Acc acc = sum_start<Acc>();  // the 7-point row: its terms in order
+    auto add = [&](std::int64_t j, Acc a) { acc = acc + tally::detail::multiply_rounded(a, static_cast<Acc>(v(j))); };
     const Acc minus_one(-1), diag = static_cast<Acc>(center());
     if (z > 0) add(i - g * g, minus_one);
     if (y > 0) add(i - g, minus_one);
@@ -115,11 +110,11 @@ struct stencil_operator {
     return acc;
   }
 
-  /// Which of a 27-point row's nine lines lie inside the grid (all, when
-  /// default-made): the z − 1 and z + 1 lines are missing on the z faces,
-  /// the y − 1 and y + 1 lines on the y faces.
+  /// Which of a 27-point row's nine lines lie inside the grid (lines_inside):
+  /// the z − 1 and z + 1 lines are missing on the z faces, the y − 1 and
+  /// y + 1 lines on the y faces.
   struct line_mask {
-    bool y_low = true, y_high = true, z_low = true, z_high = true;
+    bool y_low, y_high, z_low, z_high;  ///< the lines at y − 1, y + 1, z − 1, z + 1 are inside
     /// Pre: 0 <= line < 9 (a constant after unrolling: one test a line).
     TALLY_HD_INLINE bool operator()(int line) const {
       const int dy = line % 3, dz = line / 3;
