@@ -221,6 +221,17 @@ int persistent_capacity() {
   return per_sm * current_device_info().sm_count;
 }
 
+/// The control block a solve starts from: cg_control::make, and for a
+/// stencil its constant M⁻¹ (see cg_control::constant_dinv; divide rounds as
+/// the device's does).
+template <class T, class Op>
+cg_control<T> initial_control(const Op& A, const cg_options& o) {
+  cg_control<T> c = cg_control<T>::make(o);
+  if constexpr (kernels::is_stencil<Op>)
+    c.constant_dinv = c.jacobi ? inverse_diagonal<T>(static_cast<T>(A.center())) : T(1);
+  return c;
+}
+
 template <class T, class Op>
 void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o, int grid,
                        const gpu_cg_layout<T>& l, cg_device_result* result) {
@@ -233,7 +244,7 @@ void launch_persistent(const gpu_backend& gpu, const Op& A, const cg_options& o,
   config.attrs = &attribute;
   config.numAttrs = 1;
   tally::detail::launch("launch of tally::solvers::kernels::cg_persistent_kernel", config,
-                        kernels::cg_persistent_kernel<T, Op>, A, l.vectors, cg_control<T>::make(o), l.scratch, result);
+                        kernels::cg_persistent_kernel<T, Op>, A, l.vectors, initial_control<T>(A, o), l.scratch, result);
 }
 
 /// Adds kernel(args...) on `grid` blocks of kThreads with `shared_bytes` of
@@ -319,7 +330,7 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
   const cudaGraphConditionalHandle none{};
   const std::size_t shared = kStagingBytes<Op>;
   const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
-                                                shared, A, l.vectors, cg_control<T>::make(o), l.scratch);
+                                                shared, A, l.vectors, initial_control<T>(A, o), l.scratch);
   cudaGraphNode_t loop{};
   if (looped == cg_mode::graph) {
     // The loop is always entered (the body's kernels do nothing when the

@@ -116,15 +116,26 @@ struct phases {
     if (control.pipelined) return detail::pipelined_setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
     return detail::setup_row(a, v, i, control.jacobi, fresh_read<Persistent>{});
   }
+  /// The new search direction at row j: z_j + β·p_j, p from buffer `from`.
+  /// A stencil's update stores no z (its M⁻¹ is one constant): z_j is
+  /// recomputed from r_j as the update computed it, the same bits, so the
+  /// update moves 24 bytes a row instead of 32 and the search reads r where
+  /// it read z.
+  template <class A>
+  __device__ __forceinline__ T direction_at(const A&, const T* from, std::int64_t j) const {
+    const fresh_read<Persistent> fresh;
+    if constexpr (is_stencil<A>)
+      return detail::direction_value(detail::multiply_rounded(control.constant_dinv, fresh(v.r + j)), fresh(from + j),
+                                     control.beta);
+    else return detail::direction(v, from, j, control.beta, fresh);
+  }
   template <class A>
   __device__ search_sums<T> search(const A& a, std::int64_t i) const {
-    const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     T* to = v.p[(control.searches + 1) & 1];
-    const T beta = control.beta;
-    const T p_i = detail::direction(v, from, i, beta, fresh);
+    const T p_i = direction_at(a, from, i);
     to[i] = p_i;
-    return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); });
+    return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return direction_at(a, from, j); });
   }
   /// Stores the new directions p = z + β·p of rows [begin, end) (begin a
   /// multiple of kV<T>) into the buffer the search writes, a vector at a time.
@@ -184,7 +195,7 @@ struct phases {
     const fresh_read<Persistent> fresh;
     const T* from = v.p[control.searches & 1];
     const T beta = control.beta;
-    auto direction = [&](std::int64_t j) { return detail::direction(v, from, j, beta, fresh); };
+    auto direction = [&](std::int64_t j) { return direction_at(a, from, j); };
     const bool left = x0 > 0, right = x0 + V < a.g;
     const auto lines = a.lines_inside(y, z);
     const int lane = threadIdx.x & 31;
@@ -201,10 +212,12 @@ struct phases {
         T w[V + 2];  // the new direction at x0 − 1 .. x0 + V on this line
         if (whole) {
           // Persistent: plain loads, as fresh_read says; graph: read-only.
-          const vec zv = device::load_vector<T, V, true, !Persistent>(v.z + j0);
+          // z = M⁻¹·r (see direction_at).
+          const vec rv = device::load_vector<T, V, true, !Persistent>(v.r + j0);
           const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
-          for (int t = 0; t < V; ++t) w[t + 1] = detail::direction_value(zv.v[t], pv.v[t], beta);
+          for (int t = 0; t < V; ++t)
+            w[t + 1] = detail::direction_value(detail::multiply_rounded(control.constant_dinv, rv.v[t]), pv.v[t], beta);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);
@@ -287,8 +300,11 @@ struct phases {
   }
   /// update() of the kV<T> rows from i0 (all below n; i0 a multiple of kV<T>),
   /// their leaves folded in row order; vectors moved whole (x too when the
-  /// caller's x is aligned).
-  __device__ update_sums<T> update_vector(std::int64_t i0) const {
+  /// caller's x is aligned). A stencil's diagonal is one constant, and so is
+  /// M⁻¹: not read from dinv (the value the set-up stored there, so the same
+  /// bits), which takes the update from 32 bytes a row to 28.
+  template <class A>
+  __device__ update_sums<T> update_vector(const A&, std::int64_t i0) const {
     constexpr int V = kV<T>;
     // Plain loads throughout: x and r are rewritten in this kernel, and in the
     // persistent one p and Ap were written by other blocks (see fresh_read).
@@ -298,7 +314,13 @@ struct phases {
     auto r = device::load_vector<T, V, true, false>(v.r + i0);
     const auto p = device::load_vector<T, V, true, false>(v.p[control.searches & 1] + i0);
     const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
-    const auto dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
+    device::vector_of<T, V> dinv;
+    if constexpr (is_stencil<A>) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) dinv.v[k] = control.constant_dinv;
+    } else {
+      dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
+    }
     device::vector_of<T, V> z;
     update_sums<T> acc = detail::update_values(x.v[0], r.v[0], z.v[0], p.v[0], ap.v[0], dinv.v[0], control.alpha);
 #pragma unroll
@@ -307,7 +329,7 @@ struct phases {
     if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
     else device::store_vector<T, V, false>(v.x + i0, x);
     device::store_vector<T, V, true>(v.r + i0, r);
-    device::store_vector<T, V, true>(v.z + i0, z);
+    if constexpr (!is_stencil<A>) device::store_vector<T, V, true>(v.z + i0, z);  // a stencil's search recomputes it
     return acc;
   }
   template <class A>
@@ -347,7 +369,8 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
     const auto window =
-        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta, c * chunk_rows, chunk_rows);
+        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
+                             rows.control.constant_dinv, c * chunk_rows, chunk_rows);
     const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
     // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.
     if (A.g % kV<T> == 0)
@@ -479,7 +502,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(i); },
-                    sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
+                    sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
       grid.sync();
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
       if (threadIdx.x == 0) control.after_update(root.value);
@@ -599,7 +622,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
     chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
-                sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(i0); });
+                sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
   } else if constexpr (Phase == cg_phase::true_residual) {
     chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);

@@ -7,7 +7,7 @@
 // spilling registers. So a block first computes w once for every row its
 // chunk reads, into shared memory, with coalesced loads, and the rows then
 // read their neighbours from there. The values are the same (w is computed
-// as detail::direction computes it), so the bits are.
+// as phases::direction_at computes it), so the bits are.
 //
 // A chunk of R consecutive rows from `first` reads, in each of the planes
 // z − 1, z, z + 1, the rows from first − g − 1 to first + R + g of that
@@ -141,16 +141,18 @@ struct stencil_window {
   }
 };
 
-/// Computes w = z + β·p (p from buffer `from`) for every row the chunk of
+/// Computes w = z + β·p (p from buffer `from`, z = dinv·r: the stencil's
+/// update stores no z, see phases::direction_at) for every row the chunk of
 /// `chunk_rows` rows from `first` reads into the block's dynamic shared
 /// memory (stencil_window_bytes of it) and returns the window; zero outside
-/// the grid (never read). z and p are read through the read-only path: for
+/// the grid (never read). r and p are read through the read-only path: for
 /// the graph mode, whose kernels do not change them while they run. Pre: the
 /// whole block calls it; no thread still reads the memory. Post: the block
 /// is synchronised, the window complete.
 template <class T, class Value>
 __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>& a, const detail::cg_vectors<T>& v,
-                                                  const T* from, T beta, std::int64_t first, std::int64_t chunk_rows) {
+                                                  const T* from, T beta, T dinv, std::int64_t first,
+                                                  std::int64_t chunk_rows) {
   T* values = reinterpret_cast<T*>(cg_window_memory);
   const stencil_window<T> window{first - stencil_margin(a.g), a.g * a.g,
                                  static_cast<int>(stencil_segment_rows(a.g, chunk_rows)), static_cast<int>(a.g)};
@@ -171,10 +173,11 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
       for (int k = 0; k < 3; ++k) {
         const std::int64_t j = window.start + (k - 1) * window.plane + static_cast<std::int64_t>(t) * V;
         if (j >= 0 && j < v.n) {
-          const vec z = device::load_vector<T, V, true>(v.z + j);
+          const vec r = device::load_vector<T, V, true>(v.r + j);
           const vec p = device::load_vector<T, V, true>(from + j);
 #pragma unroll
-          for (int e = 0; e < V; ++e) w[k].v[e] = detail::direction_value(z.v[e], p.v[e], beta);
+          for (int e = 0; e < V; ++e)
+            w[k].v[e] = detail::direction_value(detail::multiply_rounded(dinv, r.v[e]), p.v[e], beta);
         } else {
 #pragma unroll
           for (int e = 0; e < V; ++e) w[k].v[e] = T(0);
@@ -194,7 +197,9 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
         for (int k = 0; k < 3; ++k) {
           const int t = t0 + u * kThreads;
           const std::int64_t j = window.start + (k - 1) * window.plane + t;
-          w[u][k] = (t < window.length && j >= 0 && j < v.n) ? detail::direction(v, from, j, beta, fresh) : T(0);
+          w[u][k] = (t < window.length && j >= 0 && j < v.n)
+                        ? detail::direction_value(detail::multiply_rounded(dinv, fresh(v.r + j)), fresh(from + j), beta)
+                        : T(0);
         }
       }
 #pragma unroll

@@ -109,6 +109,10 @@ struct cg_control {
   bool jacobi;
   bool pipelined;
   double* history;  ///< null, or max_iterations + 1 entries
+  /// A stencil's M⁻¹, one constant as its diagonal is (the value the set-up
+  /// stores in dinv), which the GPU's standard CG uses in place of stored z
+  /// (z = M⁻¹·r); 0 otherwise (the CPU backend and matrices).
+  T constant_dinv = 0;
   // State.
   double bnorm = 0, true_threshold = 0, true_rr = 0;
   T threshold = 0;          ///< (max(rtol·‖b‖, atol))² in T

@@ -35,6 +35,13 @@ struct cg_vectors {
   T* t;  ///< A·q (the paper's z)
 };
 
+/// Jacobi's entry of M⁻¹ for the diagonal entry d: 1 / d, or NaN where d is
+/// not positive and finite (the set-up's reductions then flag it).
+template <class T>
+TALLY_HD_INLINE T inverse_diagonal(T d) {
+  return (d > T(0) && finite(d)) ? divide(T(1), d) : std::numeric_limits<T>::quiet_NaN();
+}
+
 /// r = b − A·x with rows accumulated in double; r_i rounded to T.
 template <class T, class Op, class Fresh>
 TALLY_HD_INLINE double residual_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, const Fresh& fresh) {
@@ -46,11 +53,7 @@ TALLY_HD_INLINE double residual_row(const Op& A, const cg_vectors<T>& v, std::in
 template <class T, class Op, class Fresh>
 TALLY_HD_INLINE residual_sums<T> setup_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, bool jacobi,
                                            const Fresh& fresh) {
-  T dinv = T(1);
-  if (jacobi) {
-    const T d = A.diagonal(i);
-    dinv = (d > T(0) && finite(d)) ? divide(T(1), d) : std::numeric_limits<T>::quiet_NaN();
-  }
+  const T dinv = jacobi ? inverse_diagonal<T>(A.diagonal(i)) : T(1);
   const double rd = residual_row(A, v, i, fresh);
   const T r = static_cast<T>(rd);
   const T z = multiply_rounded(dinv, r);
