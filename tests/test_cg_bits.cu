@@ -175,6 +175,12 @@ void expect_cpu_bits_in(random_source& rng, std::initializer_list<gpu_variant> v
   run(float{}, 84, 27, sv::cg_preconditioner::jacobi);
   run(float{}, 83, 27, sv::cg_preconditioner::jacobi, false, 1);
   run(double{}, 65, 0, sv::cg_preconditioner::none);
+  // The graph mode's marching search (cg_stencil_march.cuh; shapes for the
+  // H100's 132 SMs): g = 84 f32 in tiles of 12 lines through slabs of 2
+  // planes (above), g = 36 in a tile of 28 lines and one of 8 (the last one
+  // partly outside the grid), and f64 (two rows a thread) at g = 20.
+  run(float{}, 36, 27, sv::cg_preconditioner::none);
+  run(double{}, 20, 27, sv::cg_preconditioner::jacobi);
   // A CSR problem of at least kStoredDirectionsRows rows (1 061 208): the
   // persistent search stores its new directions before the product.
   run(float{}, 102, 0, sv::cg_preconditioner::jacobi);

@@ -26,6 +26,7 @@
 #include "tally/cuda/workspace.hpp"
 #include "tally/solvers/cg.hpp"
 #include "tally/solvers/cuda/cg_kernels.cuh"
+#include "tally/solvers/cuda/cg_stencil_march.cuh"
 #include "tally/solvers/cuda/validate_csr.cuh"
 #include "tally/solvers/detail/cg_checks.hpp"
 #include "tally/solvers/operator.hpp"
@@ -96,6 +97,7 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
                                align_up(chunks * sizeof(search_sums<T>)),
                                align_up(chunks * sizeof(update_sums<T>)),
                                align_up(chunks * sizeof(pipelined_sums<T>)),
+                               align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)),
                                vector_count * vec};
   std::size_t total = 0;
   for (const std::size_t s : sizes) total += s;
@@ -115,6 +117,8 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
   p += sizes[4];
   l.scratch.pipelined_partials = reinterpret_cast<pipelined_sums<T>*>(p);
   p += sizes[5];
+  l.scratch.search_leaves = reinterpret_cast<search_sums<T>*>(p);
+  p += sizes[6];
   l.scratch.chunks = chunks;
   l.scratch.passes = passes;
   T* vectors[11] = {};
@@ -301,14 +305,35 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
                                shared_bytes, A, l.vectors, l.scratch, sets ? handle : none, sets);
     previous_count = 1;
   };
+  // A 27-point stencil's search marches through planes (cg_stencil_march.cuh)
+  // and leaves p·Ap to a kernel of its own.
+  kernels::march_shape march{};
+  if constexpr (kernels::is_stencil<Op>) {
+    if (!o.pipelined && kernels::marches<T>(A))
+      march = kernels::make_march_shape<T>(
+          A.g, static_cast<std::int64_t>(current_device_info().sm_count) * kernels::kPhaseBlocksPerSm<Op>);
+  }
   for (int u = 0; u < o.graph_unroll; ++u) {
     if (o.pipelined) {
       phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, 0, false);
       phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, shared, false);
       phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, 0, false);
     } else {
-      phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, search_shared_bytes<T>(A, l.scratch.passes),
-            false);
+      bool marched = false;
+      if constexpr (kernels::is_stencil<Op>) {
+        if (march.blocks > 0) {
+          previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count,
+                                     kernels::cg_march_kernel<T, typename Op::value_type>,
+                                     static_cast<unsigned>(march.blocks), kernels::march_bytes<T>(A.g, march), A,
+                                     l.vectors, l.scratch, march);
+          previous_count = 1;
+          phase(kernels::cg_search_sums_kernel<T, Op>, 0, false);
+          marched = true;
+        }
+      }
+      if (!marched)
+        phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, search_shared_bytes<T>(A, l.scratch.passes),
+              false);
       phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, 0, false);
     }
     phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, shared, u + 1 == o.graph_unroll);

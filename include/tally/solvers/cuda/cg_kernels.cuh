@@ -30,6 +30,7 @@
 #include "tally/core/tree.hpp"
 #include "tally/cuda/device/vector_load.cuh"
 #include "tally/solvers/cuda/cg_staging.cuh"
+#include "tally/solvers/cuda/cg_stencil_march.cuh"
 #include "tally/solvers/cuda/cg_stencil_window.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
@@ -62,6 +63,7 @@ struct cg_scratch {
   search_sums<T>* search_partials;
   update_sums<T>* update_partials;
   pipelined_sums<T>* pipelined_partials;
+  search_sums<T>* search_leaves;   ///< graph mode's march: p·Ap of each vector of kV rows (its tree leaf)
   unsigned* arrivals;              ///< graph mode: blocks done with the current kernel; zero at rest
   std::int64_t chunks;             ///< partials per phase
   int passes;                      ///< kThreads-row passes per chunk
@@ -554,6 +556,45 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
                     bool sets_handle);
 
+/// The graph mode's search of a 27-point stencil, marching through planes
+/// (march_unit, one unit a block), its products and new directions stored;
+/// no reduction (cg_search_sums_kernel follows). Does nothing unless the
+/// control block says the search is next. Pre: launched with m.blocks blocks
+/// of kThreads threads and march_bytes<T>(g, m) of dynamic shared memory;
+/// marches<T>(A); m from make_march_shape<T>. Post: p, Ap and the rows' tree
+/// leaves by vectors (s.search_leaves) stored.
+template <class T, class Value>
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<Value>>)
+    cg_march_kernel(const stencil_operator<Value> A, const cg_vectors<T> v, const cg_scratch<T> s,
+                    const march_shape m) {
+  constexpr int V = kV<T>;
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
+  __syncthreads();
+  if (control.next != cg_phase::search) return;
+  T* to = v.p[(control.searches + 1) & 1];
+  march_unit(A, v, control, m, blockIdx.x,
+             [&](std::int64_t i0, const device::vector_of<T, V>& own, const device::vector_of<T, V>& products) {
+               device::store_vector<T, V, true>(to + i0, own);
+               device::store_vector<T, V, true>(v.ap + i0, products);
+               search_sums<T> leaf{detail::multiply_rounded(own.v[0], products.v[0])};
+#pragma unroll
+               for (int k = 1; k < V; ++k)
+                 leaf = leaf + search_sums<T>{detail::multiply_rounded(own.v[k], products.v[k])};
+               s.search_leaves[i0 / V] = leaf;
+             });
+}
+
+/// Graph mode, after cg_march_kernel: p·Ap from the vectors' leaves it
+/// stored, one chunk per block, the last block reducing (after_search): the
+/// search phase's tree over the same leaves, so its bits. Does nothing unless
+/// the control block says the search is next. Same launch as cg_phase_kernel.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
+    cg_search_sums_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
+                          bool sets_handle);
+
 /// Graph mode, the end: zero x when b = 0, write *result.
 template <class T>
 __global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, cg_device_result* result) {
@@ -657,6 +698,41 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     if (threadIdx.x == 0) control.after_vectors();
   }
   if (threadIdx.x == 0) {
+    *s.control = control;
+    *s.arrivals = 0;
+    if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+  }
+}
+
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
+    cg_search_sums_kernel(const Op, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
+                          bool sets_handle) {
+  constexpr int V = kV<T>;
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
+  __syncthreads();
+  if (control.next != cg_phase::search) {
+    if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+    return;
+  }
+  // The chunk's vectors' leaves, which the march stored (p·Ap of kV rows
+  // each, folded left to right: the tree's vector), through chunk_tree's
+  // vector leaf: the same tree over them, a leaf read for kV rows.
+  chunk_phase(
+      blockIdx.x, s, v.n, s.search_partials, no_rows{},
+      [&](std::int64_t i, int) {
+        // Rows of a last chunk that is not full, one at a time: the first
+        // row of a vector gives its leaf, the others −0, which the fold
+        // adds without changing a bit (n is a multiple of kV under the march).
+        return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)};
+      },
+      sh.storage.search, [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); });
+  if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+  const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
+  if (threadIdx.x == 0) {
+    control.after_search(root.value);
     *s.control = control;
     *s.arrivals = 0;
     if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);

@@ -1,0 +1,215 @@
+// The graph mode's search for a 27-point stencil, marching through planes.
+// The window search (cg_stencil_window.cuh) stages, for each chunk of rows,
+// the new directions of three planes' worth of lines and then reduces p·Ap
+// over the chunk: every direction is staged about three times (once for each
+// chunk whose z ± 1 planes hold it), each block stages, waits and computes
+// once, and at g = 200 that search was latency-bound at a third of DRAM
+// bandwidth (~145 µs of a 270 µs iteration, ncu).
+//
+// Here a block owns a tile of whole grid lines (y0 .. y0 + lines − 1) through
+// a slab of planes (z0 .. z1 − 1) and walks the planes in order. A thread
+// holds kV rows of one line and three running sums: the rows one plane
+// behind the staged plane, at it, and one ahead. Each plane of new directions
+// (its tile's lines and one line either side) is staged once into shared
+// memory while the previous one is being summed; its three lines around the
+// thread's rows finish the rows behind (their lines 6–8), continue the rows
+// at the plane (3–5) and start the rows ahead (0–2): every row's nine lines
+// in add_line's order, so lines_row's bits. The products and the new
+// directions are stored; p·Ap is then reduced by its own kernel
+// (cg_search_sums_kernel, over the stored vectors, the chunks' usual tree),
+// so the bits of the solve do not change.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "tally/core/tree.hpp"
+#include "tally/cuda/device/vector_load.cuh"
+#include "tally/solvers/cuda/cg_stencil_window.cuh"
+#include "tally/solvers/cuda/cg_tree.cuh"
+#include "tally/solvers/detail/cg_control.hpp"
+#include "tally/solvers/detail/cg_rows.hpp"
+#include "tally/solvers/stencil.hpp"
+
+namespace tally::solvers::kernels {
+
+/// Rows a thread of the march holds: the tree's vector.
+template <class T>
+inline constexpr int kMarchV = tree::vector_width<T>;
+
+/// How the march splits the grid: tiles of `lines` whole grid lines (one
+/// thread a vector of kV rows: `per_line` = g / kV threads a line) through
+/// slabs of `planes` planes; `blocks` = tiles × slabs.
+struct march_shape {
+  int per_line = 0;
+  int lines = 0;
+  std::int64_t tiles = 0;
+  std::int64_t planes = 0;
+  std::int64_t blocks = 0;
+};
+
+/// The most staging vectors a thread holds while the plane before is summed.
+inline constexpr int kMarchStageRounds = 2;
+
+/// Grid lines of a march tile for lines of `per_line` vectors: as many as
+/// kThreads threads hold, one a vector, at most g.
+constexpr std::int64_t march_lines(std::int64_t g, std::int64_t per_line) {
+  return per_line > kThreads ? 0 : std::min<std::int64_t>(g, kThreads / per_line);
+}
+
+/// Whether the march runs the search of `a` for T: a 27-point stencil whose
+/// lines split into whole vectors, a tile's lines and one either side staged
+/// in kMarchStageRounds vectors a thread (f32: g <= 680).
+template <class T, class Value>
+constexpr bool marches(const stencil_operator<Value>& a) {
+  if (a.points != 27 || a.g % kMarchV<T> != 0) return false;
+  const std::int64_t per_line = a.g / kMarchV<T>, lines = march_lines(a.g, per_line);
+  return lines > 0 && (lines + 2) * per_line <= kMarchStageRounds * kThreads;
+}
+
+/// The march's split of a g-grid for about `target` resident blocks (no
+/// more, so that they run as one wave). Pre: marches<T>(the stencil).
+template <class T>
+march_shape make_march_shape(std::int64_t g, std::int64_t target) {
+  march_shape m;
+  m.per_line = static_cast<int>(g / kMarchV<T>);
+  m.lines = static_cast<int>(march_lines(g, m.per_line));
+  m.tiles = (g + m.lines - 1) / m.lines;
+  const std::int64_t slabs = std::clamp<std::int64_t>(target / m.tiles, 1, g);
+  m.planes = (g + slabs - 1) / slabs;
+  m.blocks = m.tiles * ((g + m.planes - 1) / m.planes);
+  return m;
+}
+
+/// Dynamic shared memory of a march block: two planes of its tile's lines and
+/// one line either side.
+template <class T>
+constexpr std::size_t march_bytes(std::int64_t g, const march_shape& m) {
+  return 2 * static_cast<std::size_t>(m.lines + 2) * static_cast<std::size_t>(g) * sizeof(T);
+}
+
+/// One block's march over march unit `unit` (tile unit % m.tiles through
+/// slab unit / m.tiles): the search phase's products and new directions
+/// (p = z + β·p, Ap; z = M⁻¹·r with the stencil's constant M⁻¹, as
+/// phases::direction_at computes it: the update stores no z) of its rows.
+/// After each plane of rows is summed, every thread whose rows are inside
+/// the grid calls emit(i0, own, products): own and products its kV rows'
+/// new directions and Ap, rows i0 .. i0 + kV − 1. r and p are read through
+/// the read-only path (the graph mode's kernels do not change them while
+/// they run). Pre: the whole block calls it; marches<T>(A); m from
+/// make_march_shape<T>; the block's dynamic shared memory holds
+/// march_bytes<T>(g, m); `control` says the search is next. Post: the
+/// block is synchronised.
+template <class T, class Value, class Emit>
+__device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, const detail::cg_vectors<T>& v,
+                                           const detail::cg_control<T>& control, const march_shape& m, std::int64_t unit,
+                                           const Emit& emit) {
+  constexpr int V = kMarchV<T>;
+  using vec = device::vector_of<T, V>;
+  const std::int64_t g = A.g;
+  const std::int64_t y0 = (unit % m.tiles) * m.lines;
+  const std::int64_t z0 = (unit / m.tiles) * m.planes;
+  const std::int64_t z1 = std::min(z0 + m.planes, g);
+  const T* from = v.p[control.searches & 1];
+  const T beta = control.beta, dinv = control.constant_dinv;
+  const int stride = (m.lines + 2) * static_cast<int>(g);  // one staged plane
+  T* planes = reinterpret_cast<T*>(cg_window_memory);
+
+  // This thread's rows: line ly of the tile, x0 .. x0 + V − 1.
+  const int ly = static_cast<int>(threadIdx.x) / m.per_line;
+  const std::int64_t y = y0 + ly, x0 = static_cast<std::int64_t>(threadIdx.x % m.per_line) * V;
+  const bool mine = ly < m.lines && y < g;
+  const bool left = x0 > 0, right = x0 + V < g;
+  const bool y_low = y > 0, y_high = y + 1 < g;
+
+  // Staging of plane P: the tile's lines and one either side, a vector a unit.
+  const int units = (m.lines + 2) * m.per_line;
+  vec held_r[kMarchStageRounds], held_p[kMarchStageRounds];
+  auto stage_loads = [&](std::int64_t P) {
+#pragma unroll
+    for (int r = 0; r < kMarchStageRounds; ++r) {
+      const int t = static_cast<int>(threadIdx.x) + r * kThreads;
+      const std::int64_t line = y0 - 1 + t / m.per_line;
+      if (t < units && P >= 0 && P < g && line >= 0 && line < g) {
+        const std::int64_t j = (t % m.per_line) * V + g * (line + g * P);
+        held_r[r] = device::load_vector<T, V, true>(v.r + j);
+        held_p[r] = device::load_vector<T, V, true>(from + j);
+      } else {
+#pragma unroll
+        for (int e = 0; e < V; ++e) held_r[r].v[e] = held_p[r].v[e] = T(0);
+      }
+    }
+  };
+  auto stage_stores = [&](T* plane) {
+#pragma unroll
+    for (int r = 0; r < kMarchStageRounds; ++r) {
+      const int t = static_cast<int>(threadIdx.x) + r * kThreads;
+      if (t < units) {
+        vec w;
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+          w.v[e] = detail::direction_value(detail::multiply_rounded(dinv, held_r[r].v[e]), held_p[r].v[e], beta);
+        device::store_vector<T, V, true>(plane + (t / m.per_line) * g + (t % m.per_line) * V, w);
+      }
+    }
+  };
+
+  // The running sums: rows one plane behind the plane being summed, at it, and one ahead.
+  vec behind, at, ahead, own_at, own_behind;
+#pragma unroll
+  for (int k = 0; k < V; ++k) behind.v[k] = at.v[k] = ahead.v[k] = own_at.v[k] = own_behind.v[k] = T(0);
+  // Adds the three lines of `plane` around the thread's rows to the running
+  // sums that take them (`behind`, `at`, `ahead` say which do): as lines 6–8
+  // of the rows behind, 3–5 of the rows at the plane, 0–2 of the rows ahead.
+  // Each line is read from shared memory once for the three.
+  auto add_plane = [&](const T* plane, bool plane_inside, bool to_behind, bool to_at, bool to_ahead) {
+#pragma unroll
+    for (int dy = -1; dy <= 1; ++dy) {
+      const T* line = plane + (ly + 1 + dy) * g + x0;  // staged lines start one before the tile
+      const vec middle = device::load_vector<T, V, true, false>(line);
+      T w[V + 2];
+      w[0] = left ? line[-1] : T(0);
+#pragma unroll
+      for (int t = 0; t < V; ++t) w[t + 1] = middle.v[t];
+      w[V + 1] = right ? line[V] : T(0);
+      const bool inside = plane_inside && (dy < 0 ? y_low : dy > 0 ? y_high : true);
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        const bool l = k > 0 || left, r = k + 1 < V || right;
+        const T b = A.add_line(behind.v[k], 6 + dy + 1, l, r, w[k], w[k + 1], w[k + 2]);
+        const T c = A.add_line(at.v[k], 3 + dy + 1, l, r, w[k], w[k + 1], w[k + 2]);
+        const T d = A.add_line(ahead.v[k], dy + 1, l, r, w[k], w[k + 1], w[k + 2]);
+        behind.v[k] = inside && to_behind ? b : behind.v[k];
+        at.v[k] = inside && to_at ? c : at.v[k];
+        ahead.v[k] = inside && to_ahead ? d : ahead.v[k];
+      }
+      if (dy == 0 && to_at) own_at = middle;
+    }
+  };
+
+  // Steps: plane P = z0 − 1 .. z1, staged in buffer (P − z0 + 1) & 1.
+  __syncthreads();  // no thread still reads the memory (a previous unit's last plane)
+  stage_loads(z0 - 1);
+  stage_stores(planes);
+  __syncthreads();
+  for (std::int64_t P = z0 - 1; P <= z1; ++P) {
+    const int buffer = static_cast<int>((P - z0 + 1) & 1);
+    if (P < z1) stage_loads(P + 1);  // in flight while this plane is summed
+    const T* plane = planes + buffer * stride;
+    const bool inside = P >= 0 && P < g;
+    if (mine) {
+      // The rows behind (then emitted), at the plane, and ahead (their sums started).
+#pragma unroll
+      for (int k = 0; k < V; ++k) ahead.v[k] = A.template sum_start<T>();
+      add_plane(plane, inside, P - 1 >= z0, P >= z0 && P < z1, P + 1 < z1);
+    }
+    if (mine && P - 1 >= z0) emit(x0 + g * (y + g * (P - 1)), own_behind, behind);
+    behind = at;
+    own_behind = own_at;
+    at = ahead;
+    if (P < z1) stage_stores(planes + (buffer ^ 1) * stride);
+    __syncthreads();
+  }
+}
+
+}  // namespace tally::solvers::kernels
