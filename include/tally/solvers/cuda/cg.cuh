@@ -86,9 +86,18 @@ struct gpu_cg_layout {
 
 inline std::size_t align_up(std::size_t x, std::size_t a = 256) { return (x + a - 1) / a * a; }
 
+/// Whether the graph mode's search of A marches (cg_stencil_march.cuh).
+template <class T, class Op>
+bool graph_marches(const Op& A, const cg_options& o) {
+  if constexpr (kernels::is_stencil<Op>) return !o.pipelined && kernels::marches<T>(A);
+  else return false;
+}
+
+/// The solve's device memory from the workspace: control block, result,
+/// partials, the march's leaves where `leaves`, and the vectors.
 template <class T>
 gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n, std::int64_t chunks, int passes,
-                       bool pipelined) {
+                       bool pipelined, bool leaves) {
   const std::size_t vec = align_up(static_cast<std::size_t>(n) * sizeof(T));
   const int vector_count = pipelined ? 11 : 6;
   const std::size_t sizes[] = {align_up(sizeof(cg_control<T>)),
@@ -97,7 +106,7 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
                                align_up(chunks * sizeof(search_sums<T>)),
                                align_up(chunks * sizeof(update_sums<T>)),
                                align_up(chunks * sizeof(pipelined_sums<T>)),
-                               align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)),
+                               leaves ? align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)) : 0,
                                vector_count * vec};
   std::size_t total = 0;
   for (const std::size_t s : sizes) total += s;
@@ -117,7 +126,7 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
   p += sizes[4];
   l.scratch.pipelined_partials = reinterpret_cast<pipelined_sums<T>*>(p);
   p += sizes[5];
-  l.scratch.search_leaves = reinterpret_cast<search_sums<T>*>(p);
+  l.scratch.search_leaves = leaves ? reinterpret_cast<search_sums<T>*>(p) : nullptr;
   p += sizes[6];
   l.scratch.chunks = chunks;
   l.scratch.passes = passes;
@@ -309,7 +318,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
   // and leaves p·Ap to a kernel of its own.
   kernels::march_shape march{};
   if constexpr (kernels::is_stencil<Op>) {
-    if (!o.pipelined && kernels::marches<T>(A))
+    if (graph_marches<T>(A, o))
       march = kernels::make_march_shape<T>(
           A.g, static_cast<std::int64_t>(current_device_info().sm_count) * kernels::kPhaseBlocksPerSm<Op>);
   }
@@ -475,7 +484,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
     else if (grid > capacity)
       why = std::to_string(grid) + " blocks requested, only " + std::to_string(capacity) + " fit on the device at once";
     if (why.empty()) {
-      const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
+      const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined, false);
       detail::launch_persistent(gpu, A, options, grid, layout, result);
       return cg_mode::persistent;
     }
@@ -485,7 +494,8 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   // Graph and replayed modes: chunks of `passes` x kThreads rows, about kGraphTargetChunks of them.
   const int passes = detail::fit_window<T>(A, detail::passes_for(blocks_of_rows, detail::kGraphTargetChunks));
   const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
-  const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined);
+  const auto layout = detail::carve(gpu, b, x, n, chunks, passes, options.pipelined,
+                                    detail::graph_marches<T>(A, options));
   detail::run_graph_mode(gpu.stream, A, options, layout, result, mode);
   return mode;
 }
