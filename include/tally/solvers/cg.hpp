@@ -59,7 +59,9 @@ enum class cg_preconditioner { jacobi, none };
 
 /// How the GPU backend runs the iterations (the CPU backend ignores it).
 enum class cg_mode {
-  automatic,   ///< persistent up to 2^22 rows (2^19 for pipelined CG; measured faster there on the H100), graph above
+  /// persistent up to 2^22 rows for a stencil, 2^23 for a CSR matrix, 2^19
+  /// for pipelined CG (measured faster there on the H100); graph above
+  automatic,
   persistent,  ///< one cooperative kernel, grid-wide barriers; falls back to graph if the grid cannot be co-resident
   graph,       ///< a CUDA graph of fused kernels looping on the device (conditional while node)
   /// The same kernels in a CUDA graph without a conditional node: the body of

@@ -37,21 +37,29 @@ using kernels::cg_device_result;
 
 namespace detail {
 
-/// Up to this many rows, `automatic` picks the persistent kernel. The H100
-/// timings decide the cut (bench/results/h100-2026-11-24-cg-rows-per-lane.json,
-/// 27-point Poisson, f32, µs an iteration, persistent against graph): g = 128
-/// (2^21 rows) CSR 288 / 321, matrix-free 93 / 127; g = 200 (8·10^6 rows)
-/// CSR 1218 / 1165, matrix-free 426 / 378.
+/// Up to this many rows, `automatic` picks the persistent kernel for a
+/// stencil. The H100 timings decide the cut (27-point Poisson, f32, µs an
+/// iteration, persistent against graph; bench/results/h100-2026-11-27-cg.json):
+/// g = 128 (2^21 rows) 49.1 / 81.8, g = 200 (8·10^6 rows) 313.7 / 207.7.
 inline constexpr std::int64_t kPersistentMaxRows = std::int64_t{1} << 22;
+/// The same cut for a CSR matrix: persistent at every size measured. g = 128
+/// 262.6 / 316.5, g = 200 1059 / 1096 (h100-2026-11-27-cg.json; three A/B runs
+/// of the same day read 1055–1058 / 1070–1092 at g = 200). Above 2^23 rows
+/// nothing was measured, so the graph mode, which needs no co-resident grid.
+inline constexpr std::int64_t kCsrPersistentMaxRows = std::int64_t{1} << 23;
 /// The same cut for pipelined CG, which was measured apart: at g = 128 its
 /// persistent kernel is the slower one (CSR 376 against 357 µs in the graph
 /// mode, matrix-free 156 against 123; bench/results/h100-2026-11-24-cg-rows-
 /// per-lane.json and the run before it).
 inline constexpr std::int64_t kPipelinedPersistentMaxRows = std::int64_t{1} << 19;
 
-/// What cg_mode::automatic runs for n rows (pipelined CG or not).
-constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined) {
-  return n <= (pipelined ? kPipelinedPersistentMaxRows : kPersistentMaxRows) ? cg_mode::persistent : cg_mode::graph;
+/// What cg_mode::automatic runs for n rows (pipelined CG or not, a stencil
+/// or a CSR matrix).
+constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil) {
+  const std::int64_t cut = pipelined ? kPipelinedPersistentMaxRows
+                           : stencil ? kPersistentMaxRows
+                                     : kCsrPersistentMaxRows;
+  return n <= cut ? cg_mode::persistent : cg_mode::graph;
 }
 
 /// Graph mode: at most about this many chunks (the last block reduces them).
@@ -100,20 +108,22 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
                        bool pipelined, bool leaves) {
   const std::size_t vec = align_up(static_cast<std::size_t>(n) * sizeof(T));
   const int vector_count = pipelined ? 11 : 6;
-  const std::size_t sizes[] = {align_up(sizeof(cg_control<T>)),
-                               align_up(sizeof(cg_device_result)),
-                               align_up(chunks * sizeof(residual_sums<T>)),
-                               align_up(chunks * sizeof(search_sums<T>)),
-                               align_up(chunks * sizeof(update_sums<T>)),
-                               align_up(chunks * sizeof(pipelined_sums<T>)),
-                               leaves ? align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)) : 0,
-                               vector_count * vec};
+  const std::size_t sizes[] = {
+      align_up(sizeof(cg_control<T>)),
+      align_up(sizeof(cg_device_result)),
+      align_up(chunks * sizeof(residual_sums<T>)),
+      align_up(chunks * sizeof(search_sums<T>)),
+      align_up(chunks * sizeof(update_sums<T>)),
+      align_up(chunks * sizeof(pipelined_sums<T>)),
+      leaves ? align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)) : 0,
+      vector_count * vec};
   std::size_t total = 0;
   for (const std::size_t s : sizes) total += s;
   auto* base = static_cast<unsigned char*>(tally::detail::scratch_for(gpu).get(total + 256, gpu.stream));
   gpu_cg_layout<T> l{};
   l.scratch.arrivals = reinterpret_cast<unsigned*>(base);  // the zeroed region's first word
-  auto* p = reinterpret_cast<unsigned char*>(align_up(reinterpret_cast<std::uintptr_t>(base + workspace::kZeroedBytes)));
+  auto* p =
+      reinterpret_cast<unsigned char*>(align_up(reinterpret_cast<std::uintptr_t>(base + workspace::kZeroedBytes)));
   l.scratch.control = reinterpret_cast<cg_control<T>*>(p);
   p += sizes[0];
   l.result = reinterpret_cast<cg_device_result*>(p);
@@ -472,7 +482,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   }
   const std::int64_t blocks_of_rows = (n + kernels::kThreads - 1) / kernels::kThreads;
   cg_mode mode = options.mode;
-  if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined);
+  if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>);
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
     const int passes = detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks);
