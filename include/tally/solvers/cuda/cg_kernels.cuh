@@ -304,7 +304,7 @@ struct phases {
   /// their leaves folded in row order; vectors moved whole (x too when the
   /// caller's x is aligned). A stencil's diagonal is one constant, and so is
   /// M⁻¹: not read from dinv (the value the set-up stored there, so the same
-  /// bits), which takes the update from 32 bytes a row to 28.
+  /// bits), and z not stored (see direction_at): 24 bytes a row, not 32.
   template <class A>
   __device__ update_sums<T> update_vector(const A&, std::int64_t i0) const {
     constexpr int V = kV<T>;
