@@ -127,8 +127,7 @@ struct phases {
   __device__ __forceinline__ T direction_at(const A&, const T* from, std::int64_t j) const {
     const fresh_read<Persistent> fresh;
     if constexpr (is_stencil<A>)
-      return detail::direction_value(detail::multiply_rounded(control.constant_dinv, fresh(v.r + j)), fresh(from + j),
-                                     control.beta);
+      return detail::stencil_direction_value(control.constant_dinv, fresh(v.r + j), fresh(from + j), control.beta);
     else return detail::direction(v, from, j, control.beta, fresh);
   }
   template <class A>
@@ -182,7 +181,7 @@ struct phases {
   /// block at the chunk's barrier). Other rows take search() one by one.
   ///
   /// When g is a multiple of kV (warp-uniform), every line's window starts
-  /// on a vector: its kV middle values are read as two 16-byte loads (z and
+  /// on a vector: its kV middle values are read as two 16-byte loads (r and
   /// p), and its ends are the neighbouring lanes' values, by shuffles (lanes
   /// 0 and 31 read theirs). Scalar loads strided by kV would make the L1 look
   /// up kV times as many lines. Every lane takes part in the shuffles.
@@ -219,7 +218,7 @@ struct phases {
           const vec pv = device::load_vector<T, V, true, !Persistent>(from + j0);
 #pragma unroll
           for (int t = 0; t < V; ++t)
-            w[t + 1] = detail::direction_value(detail::multiply_rounded(control.constant_dinv, rv.v[t]), pv.v[t], beta);
+            w[t + 1] = detail::stencil_direction_value(control.constant_dinv, rv.v[t], pv.v[t], beta);
           // x0 − 1 ends lane − 1's vector, x0 + V starts lane + 1's, when
           // they are on this row's grid line (x0 is a multiple of V).
           const T before = __shfl_up_sync(device::kFullMask, w[V], 1);

@@ -107,8 +107,8 @@ constexpr std::size_t march_bytes(std::int64_t g, const march_shape& m) {
 /// block is synchronised.
 template <class T, class Value, class Emit>
 __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, const detail::cg_vectors<T>& v,
-                                           const detail::cg_control<T>& control, const march_shape& m, std::int64_t unit,
-                                           const Emit& emit) {
+                                           const detail::cg_control<T>& control, const march_shape& m,
+                                           std::int64_t unit, const Emit& emit) {
   constexpr int V = kMarchV<T>;
   using vec = device::vector_of<T, V>;
   const std::int64_t g = A.g;
@@ -153,7 +153,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
         vec w;
 #pragma unroll
         for (int e = 0; e < V; ++e)
-          w.v[e] = detail::direction_value(detail::multiply_rounded(dinv, held_r[r].v[e]), held_p[r].v[e], beta);
+          w.v[e] = detail::stencil_direction_value(dinv, held_r[r].v[e], held_p[r].v[e], beta);
         device::store_vector<T, V, true>(plane + (t / m.per_line) * g + (t % m.per_line) * V, w);
       }
     }

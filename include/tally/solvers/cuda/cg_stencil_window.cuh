@@ -177,7 +177,7 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
           const vec p = device::load_vector<T, V, true>(from + j);
 #pragma unroll
           for (int e = 0; e < V; ++e)
-            w[k].v[e] = detail::direction_value(detail::multiply_rounded(dinv, r.v[e]), p.v[e], beta);
+            w[k].v[e] = detail::stencil_direction_value(dinv, r.v[e], p.v[e], beta);
         } else {
 #pragma unroll
           for (int e = 0; e < V; ++e) w[k].v[e] = T(0);
@@ -198,7 +198,7 @@ __device__ stencil_window<T> stage_stencil_window(const stencil_operator<Value>&
           const int t = t0 + u * kThreads;
           const std::int64_t j = window.start + (k - 1) * window.plane + t;
           w[u][k] = (t < window.length && j >= 0 && j < v.n)
-                        ? detail::direction_value(detail::multiply_rounded(dinv, fresh(v.r + j)), fresh(from + j), beta)
+                        ? detail::stencil_direction_value(dinv, fresh(v.r + j), fresh(from + j), beta)
                         : T(0);
         }
       }

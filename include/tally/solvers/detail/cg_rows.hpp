@@ -73,6 +73,14 @@ TALLY_HD_INLINE T direction_value(T z, T p, T beta) {
   return z + multiply_rounded(beta, p);
 }
 
+/// A stencil's new search direction from its r and old p: M⁻¹·r + β·p with
+/// the constant M⁻¹ `dinv`, rounded as the update rounds z (which a stencil's
+/// update does not store): direction_value's bits for that z.
+template <class T>
+TALLY_HD_INLINE T stencil_direction_value(T dinv, T r, T p, T beta) {
+  return direction_value(multiply_rounded(dinv, r), p, beta);
+}
+
 /// The new search direction at row j: z_j + β·p_j (p from buffer `from`).
 template <class T, class Fresh>
 TALLY_HD_INLINE T direction(const cg_vectors<T>& v, const T* from, std::int64_t j, T beta, const Fresh& fresh) {
