@@ -69,10 +69,9 @@ constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil) {
 /// the search's window (fit_window may take a stencil's passes lower).
 inline constexpr std::int64_t kGraphTargetChunks = 2048;
 /// Persistent mode: at most about this many chunks (every block reduces them
-/// after each barrier). H100, g = 128, f32, 512 / 1024 / 2048: matrix-free
-/// 122 / 93.4 / 89.7 µs an iteration, CSR 328 / 281 / 281. 2048 would take
-/// the several-rows-a-lane leaves out of the bits tests' sizes (g = 84 would
-/// get 2 passes a chunk) for 4 %, so 1024.
+/// after each barrier). H100, g = 128, f32, 256 / 512 / 1024 chunks (32 / 16 /
+/// 8 passes): matrix-free 50.9 / 55.6 / 49.1 µs an iteration, CSR 263.4 /
+/// 305.3 / 261.2 (2026-11-27).
 inline constexpr std::int64_t kPersistentTargetChunks = 1024;
 
 /// kThreads-row passes per chunk so that there are at most about `target`
@@ -81,6 +80,22 @@ inline constexpr std::int64_t kPersistentTargetChunks = 1024;
 inline int passes_for(std::int64_t blocks_of_rows, std::int64_t target) {
   int passes = 1;
   while (passes < 32 && (blocks_of_rows + passes - 1) / passes > target) passes *= 2;
+  return passes;
+}
+
+/// The persistent mode's passes per chunk: passes_for(kPersistentTargetChunks),
+/// raised to kV<T> where that still leaves a chunk for every SM. Fewer than
+/// kV passes a chunk take the row-by-row update and search (no vector
+/// leaves); H100, 27-point g = 64, f32, µs an iteration, 1024 chunks of 1 pass
+/// / 256 of 4: matrix-free 17.8 / 10.9, CSR 52.1 / 46.1 (512 of 2: 18.6 /
+/// 53.4; 128 of 8: 12.7 / 58.3). Below kV × sm_count blocks of rows (g = 31:
+/// 117) the chunks would leave SMs idle. Like every chunking, it does not
+/// change the bits (see chunk_tree).
+template <class T>
+int persistent_passes(std::int64_t blocks_of_rows, int sm_count) {
+  const int passes = passes_for(blocks_of_rows, kPersistentTargetChunks);
+  constexpr int kV = kernels::kV<T>;
+  if (passes < kV && (blocks_of_rows + kV - 1) / kV >= sm_count) return kV;
   return passes;
 }
 
@@ -485,7 +500,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>);
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
-    const int passes = detail::passes_for(blocks_of_rows, detail::kPersistentTargetChunks);
+    const int passes = detail::persistent_passes<T>(blocks_of_rows, current_device_info().sm_count);
     const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
     const int grid = options.grid_blocks > 0 ? options.grid_blocks
                                              : static_cast<int>(std::min<std::int64_t>(capacity, chunks));
