@@ -185,6 +185,11 @@ void expect_cpu_bits_in(random_source& rng, std::initializer_list<gpu_variant> v
   // partly outside the grid), and f64 (two rows a thread) at g = 20.
   run(float{}, 36, 27, sv::cg_preconditioner::none);
   run(double{}, 20, 27, sv::cg_preconditioner::jacobi);
+  // g = 132 (2 299 968 rows, a multiple of kV a line, so it marches): 8
+  // passes a chunk in the graph mode, so the march's p·Ap sums kernel takes
+  // 2 vector leaves a lane (the sizes above have fewer than kV passes and
+  // take its row-by-row way); 16 passes in the persistent mode.
+  run(float{}, 132, 27, sv::cg_preconditioner::jacobi);
   // A CSR problem of at least kStoredDirectionsRows rows (1 061 208): the
   // persistent search stores its new directions before the product.
   run(float{}, 102, 0, sv::cg_preconditioner::jacobi);
