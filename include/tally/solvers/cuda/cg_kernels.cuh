@@ -296,8 +296,20 @@ struct phases {
     return store_search_vectors(i0, p, ap);
   }
   // After the search phase `searches` was incremented: the new p is p[searches & 1].
-  __device__ update_sums<T> update(std::int64_t i) const {
-    return detail::update_row(v, v.p[control.searches & 1], i, control.alpha);
+  /// The update of row i. A stencil's takes M⁻¹ from the control block and
+  /// stores no z (see direction_at), as update_vector does.
+  template <class A>
+  __device__ update_sums<T> update(const A&, std::int64_t i) const {
+    const T* p = v.p[control.searches & 1];
+    if constexpr (is_stencil<A>) {
+      T x = v.x[i], r = v.r[i], z;
+      const update_sums<T> sums = detail::update_values(x, r, z, p[i], v.ap[i], control.constant_dinv, control.alpha);
+      v.x[i] = x;
+      v.r[i] = r;
+      return sums;
+    } else {
+      return detail::update_row(v, p, i, control.alpha);
+    }
   }
   /// update() of the kV<T> rows from i0 (all below n; i0 a multiple of kV<T>),
   /// their leaves folded in row order; vectors moved whole (x too when the
@@ -502,7 +514,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
       __syncthreads();
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
-        chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(i); },
+        chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(A, i); },
                     sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
       grid.sync();
       const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
@@ -572,16 +584,10 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<V
   if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
   __syncthreads();
   if (control.next != cg_phase::search) return;
-  T* to = v.p[(control.searches + 1) & 1];
+  const phases<false, T> rows{v, control};
   march_unit(A, v, control, m, blockIdx.x,
              [&](std::int64_t i0, const device::vector_of<T, V>& own, const device::vector_of<T, V>& products) {
-               device::store_vector<T, V, true>(to + i0, own);
-               device::store_vector<T, V, true>(v.ap + i0, products);
-               search_sums<T> leaf{detail::multiply_rounded(own.v[0], products.v[0])};
-#pragma unroll
-               for (int k = 1; k < V; ++k)
-                 leaf = leaf + search_sums<T>{detail::multiply_rounded(own.v[k], products.v[k])};
-               s.search_leaves[i0 / V] = leaf;
+               s.search_leaves[i0 / V] = rows.store_search_vectors(i0, own, products);
              });
 }
 
@@ -661,8 +667,9 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   if constexpr (Phase == cg_phase::search) {
     graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
   } else if constexpr (Phase == cg_phase::update) {
-    chunk_phase(blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(i); },
-                sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
+    chunk_phase(
+        blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(A, i); },
+        sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
   } else if constexpr (Phase == cg_phase::true_residual) {
     chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);
