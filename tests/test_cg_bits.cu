@@ -43,10 +43,14 @@ TEST_F(CgBits, HostChunkTreeEqualsTallyDot) {
     }
 }
 
-// The CPU solve gives the same bits at 1, 2 and 3 threads and on a rerun.
+// The CPU solve gives the same bits at 1, 2 and 3 threads and on a rerun,
+// and so with either chunk size: 13 824 rows are 4 chunks of 4096 at 1 and 2
+// threads, 7 of 2048 at 3 (host_chunk_rows: at least 2 chunks a thread).
 TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
   SCOPED_TRACE(rng.trace());
-  const auto a = sv::poisson3d_27pt<float, std::int32_t>(24);  // 13 824 rows: 4 host chunks
+  ASSERT_EQ(sv::detail::host_chunk_rows(13824, 2), 4096);
+  ASSERT_EQ(sv::detail::host_chunk_rows(13824, 3), 2048);
+  const auto a = sv::poisson3d_27pt<float, std::int32_t>(24);
   const auto b = random_rhs(a, rng);
   const std::vector<float> x0(b.size(), 0.0f);
   const auto one = solve_on<cpu_side>(a, b, x0, {}, 0, 0, tally::cpu.with_threads(1));
