@@ -50,12 +50,13 @@ TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
   SCOPED_TRACE(rng.trace());
   ASSERT_EQ(sv::detail::host_chunk_rows(13824, 2), 4096);
   ASSERT_EQ(sv::detail::host_chunk_rows(13824, 3), 2048);
+  ASSERT_EQ(sv::detail::host_chunk_rows(13824, 27), 256);  // the smallest chunk (the H100 host's g = 31)
   const auto a = sv::poisson3d_27pt<float, std::int32_t>(24);
   const auto b = random_rhs(a, rng);
   const std::vector<float> x0(b.size(), 0.0f);
   const auto one = solve_on<cpu_side>(a, b, x0, {}, 0, 0, tally::cpu.with_threads(1));
   ASSERT_EQ(one.result.status, sv::cg_status::converged);
-  for (int threads : {2, 3, 2}) {
+  for (int threads : {2, 3, 27, 2}) {
     const auto other = solve_on<cpu_side>(a, b, x0, {}, 0, 0, tally::cpu.with_threads(threads));
     EXPECT_EQ(other.result.iterations, one.result.iterations) << threads;
     EXPECT_TRUE(same_bits(other.x, one.x)) << threads;
