@@ -43,6 +43,25 @@ TEST(CgAutomaticMode, PersistentUpToTheMeasuredCutsGraphAbove) {
   EXPECT_EQ(d::automatic_mode((std::int64_t{1} << 23) + 1, false, false), sv::cg_mode::graph);
 }
 
+// The persistent mode's passes a chunk, a host rule: the 1024-chunk target's
+// passes (a power of two, at most 32), raised to kV (4 for float, 2 for
+// double) where that still leaves a chunk for every SM.
+TEST(CgPersistentPasses, KvPassesWhereEverySmKeepsAChunk) {
+  namespace d = tally::solvers::detail;
+  constexpr int sms = 132;
+  EXPECT_EQ(d::persistent_passes<float>(117, sms), 1);     // g = 31: 30 chunks of 4 would idle 102 SMs
+  EXPECT_EQ(d::persistent_passes<float>(524, sms), 1);     // 131 chunks of 4
+  EXPECT_EQ(d::persistent_passes<float>(525, sms), 4);     // 132, the last of 1 block
+  EXPECT_EQ(d::persistent_passes<float>(1024, sms), 4);    // g = 64: 256 chunks of 4, not 1024 of 1
+  EXPECT_EQ(d::persistent_passes<float>(2048, sms), 4);    // the target alone gives 2
+  EXPECT_EQ(d::persistent_passes<float>(8192, sms), 8);    // g = 128: the target's 8 (1024 chunks)
+  EXPECT_EQ(d::persistent_passes<float>(31250, sms), 32);  // g = 200: the cap
+  EXPECT_EQ(d::persistent_passes<double>(262, sms), 1);
+  EXPECT_EQ(d::persistent_passes<double>(263, sms), 2);
+  EXPECT_EQ(d::persistent_passes<double>(8192, sms), 8);
+  EXPECT_EQ(d::persistent_passes<float>(1024, 1024), 1);  // a device with more SMs than chunks of 4
+}
+
 template <class T>
 double tolerance_for() {
   return std::is_same_v<T, float> ? 1e-5 : 1e-10;
