@@ -43,9 +43,10 @@ TEST_F(CgBits, HostChunkTreeEqualsTallyDot) {
     }
 }
 
-// The CPU solve gives the same bits at 1, 2 and 3 threads and on a rerun,
-// and so with either chunk size: 13 824 rows are 4 chunks of 4096 at 1 and 2
-// threads, 7 of 2048 at 3 (host_chunk_rows: at least 2 chunks a thread).
+// The CPU solve gives the same bits at 1, 2, 3 and 27 threads and on a
+// rerun, and so with every chunk size: 13 824 rows are 4 chunks of 4096 at 1
+// and 2 threads, 7 of 2048 at 3, 54 of 256 at 27 (host_chunk_rows: at least
+// 2 chunks a thread, chunks of at least 256 rows).
 TEST_F(CgBits, CpuSameBitsAtEveryThreadCount) {
   SCOPED_TRACE(rng.trace());
   ASSERT_EQ(sv::detail::host_chunk_rows(13824, 2), 4096);

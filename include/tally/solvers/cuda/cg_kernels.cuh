@@ -85,9 +85,6 @@ struct fresh_read {
   }
 };
 
-template <class T>
-inline constexpr int kV = tree::vector_width<T>;
-
 /// Runs `leaf` over the rows of chunk c (leaf(i, view), with the operator's
 /// view from `rows`; or vector_leaf over kV<T> rows at once, see chunk_tree)
 /// and stores the chunk's value.
@@ -411,6 +408,56 @@ struct shared_state {
   __device__ cg_control<T>& control() { return *reinterpret_cast<cg_control<T>*>(control_bytes); }
 };
 
+/// A graph-mode kernel's start: the control block the previous kernel wrote,
+/// into `control` (this block's shared copy); returns whether this kernel's
+/// phase runs now (Final: the last true residual). A kernel that does not
+/// run still sets the device loop's condition where `sets_handle` (block 0).
+/// Pre: the whole block calls it.
+template <cg_phase Phase, bool Final, class T>
+__device__ __forceinline__ bool graph_phase_begins(cg_control<T>& control, const cg_scratch<T>& s,
+                                                   cudaGraphConditionalHandle handle, bool sets_handle) {
+  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
+  __syncthreads();
+  const bool active = Final ? control.needs_final_residual() : control.next == Phase;
+  if (!active) {
+    if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0)
+      cudaGraphSetConditional(handle, control.next != cg_phase::done);
+  }
+  return active;
+}
+
+/// A graph-mode phase's end, in the last block to arrive: the root of the
+/// phase's partials, the decision (cg_control's after_*), the control block
+/// for the next kernel, the arrivals back to zero, and the device loop's
+/// condition where `sets_handle`. Pre: the whole block calls it, after every
+/// block stored its chunk's partial.
+template <cg_phase Phase, class T>
+__device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
+                                                 cudaGraphConditionalHandle handle, bool sets_handle) {
+  if constexpr (Phase == cg_phase::search) {
+    const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
+    if (threadIdx.x == 0) control.after_search(root.value);
+  } else if constexpr (Phase == cg_phase::update) {
+    const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
+    if (threadIdx.x == 0) control.after_update(root.value);
+  } else if constexpr (Phase == cg_phase::true_residual) {
+    const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
+    if (threadIdx.x == 0) control.after_true_residual(root.value);
+  } else if constexpr (Phase == cg_phase::gather) {
+    const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+    if (threadIdx.x == 0) control.after_gather(root.value);
+  } else if constexpr (Phase == cg_phase::restart) {
+    if (threadIdx.x == 0) control.after_restart();
+  } else {
+    if (threadIdx.x == 0) control.after_vectors();
+  }
+  if (threadIdx.x == 0) {
+    *s.control = control;
+    *s.arrivals = 0;
+    if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+  }
+}
+
 /// Blocks of the persistent kernel an SM should hold: its registers capped so
 /// that 3 fit for float (125 registers a thread left 2, 25 % occupancy, and
 /// the solve latency-bound: measured at g = 128); double keeps 2, where the
@@ -581,9 +628,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<V
   constexpr int V = kV<T>;
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
-  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
-  __syncthreads();
-  if (control.next != cg_phase::search) return;
+  if (!graph_phase_begins<cg_phase::search, false>(control, s, cudaGraphConditionalHandle{}, false)) return;
   const phases<false, T> rows{v, control};
   march_unit(A, v, control, m, blockIdx.x,
              [&](std::int64_t i0, const device::vector_of<T, V>& own, const device::vector_of<T, V>& products) {
@@ -655,13 +700,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
                     bool sets_handle) {
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
-  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
-  __syncthreads();
-  const bool active = Final ? control.needs_final_residual() : control.next == Phase;
-  if (!active) {
-    if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(handle, control.next != cg_phase::done);
-    return;
-  }
+  if (!graph_phase_begins<Phase, Final>(control, s, handle, sets_handle)) return;
   const phases<false, T> rows{v, control};
   const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
@@ -685,29 +724,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     }
   }
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-  // The last block: the root, the decision, the control block for the next kernel.
-  if constexpr (Phase == cg_phase::search) {
-    const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
-    if (threadIdx.x == 0) control.after_search(root.value);
-  } else if constexpr (Phase == cg_phase::update) {
-    const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
-    if (threadIdx.x == 0) control.after_update(root.value);
-  } else if constexpr (Phase == cg_phase::true_residual) {
-    const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
-    if (threadIdx.x == 0) control.after_true_residual(root.value);
-  } else if constexpr (Phase == cg_phase::gather) {
-    const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
-    if (threadIdx.x == 0) control.after_gather(root.value);
-  } else if constexpr (Phase == cg_phase::restart) {
-    if (threadIdx.x == 0) control.after_restart();
-  } else {
-    if (threadIdx.x == 0) control.after_vectors();
-  }
-  if (threadIdx.x == 0) {
-    *s.control = control;
-    *s.arrivals = 0;
-    if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
-  }
+  graph_phase_ends<Phase>(control, s, sh, handle, sets_handle);
 }
 
 template <class T, class Op>
@@ -717,12 +734,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   constexpr int V = kV<T>;
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
-  if (threadIdx.x == 0) control = *s.control;  // the previous kernel wrote it
-  __syncthreads();
-  if (control.next != cg_phase::search) {
-    if (sets_handle && blockIdx.x == 0 && threadIdx.x == 0) cudaGraphSetConditional(handle, control.next != cg_phase::done);
-    return;
-  }
+  if (!graph_phase_begins<cg_phase::search, false>(control, s, handle, sets_handle)) return;
   // The chunk's vectors' leaves, which the march stored (p·Ap of kV rows
   // each, folded left to right: the tree's vector), through chunk_tree's
   // vector leaf: the same tree over them, a leaf read for kV rows.
@@ -736,13 +748,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
       },
       sh.storage.search, [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); });
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-  const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
-  if (threadIdx.x == 0) {
-    control.after_search(root.value);
-    *s.control = control;
-    *s.arrivals = 0;
-    if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
-  }
+  graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle);
 }
 
 }  // namespace tally::solvers::kernels

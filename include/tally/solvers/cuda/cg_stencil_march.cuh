@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "tally/core/tree.hpp"
 #include "tally/cuda/device/vector_load.cuh"
 #include "tally/solvers/cuda/cg_stencil_window.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
@@ -37,10 +36,6 @@
 #include "tally/solvers/stencil.hpp"
 
 namespace tally::solvers::kernels {
-
-/// Rows a thread of the march holds: the tree's vector.
-template <class T>
-inline constexpr int kMarchV = tree::vector_width<T>;
 
 /// How the march splits the grid: tiles of `lines` whole grid lines (one
 /// thread a vector of kV rows: `per_line` = g / kV threads a line) through
@@ -67,8 +62,8 @@ constexpr std::int64_t march_lines(std::int64_t g, std::int64_t per_line) {
 /// in kMarchStageRounds vectors a thread (f32: g <= 680).
 template <class T, class Value>
 constexpr bool marches(const stencil_operator<Value>& a) {
-  if (a.points != 27 || a.g % kMarchV<T> != 0) return false;
-  const std::int64_t per_line = a.g / kMarchV<T>, lines = march_lines(a.g, per_line);
+  if (a.points != 27 || a.g % kV<T> != 0) return false;
+  const std::int64_t per_line = a.g / kV<T>, lines = march_lines(a.g, per_line);
   return lines > 0 && (lines + 2) * per_line <= kMarchStageRounds * kThreads;
 }
 
@@ -77,7 +72,7 @@ constexpr bool marches(const stencil_operator<Value>& a) {
 template <class T>
 march_shape make_march_shape(std::int64_t g, std::int64_t target) {
   march_shape m;
-  m.per_line = static_cast<int>(g / kMarchV<T>);
+  m.per_line = static_cast<int>(g / kV<T>);
   m.lines = static_cast<int>(march_lines(g, m.per_line));
   m.tiles = (g + m.lines - 1) / m.lines;
   const std::int64_t slabs = std::clamp<std::int64_t>(target / m.tiles, 1, g);
@@ -109,7 +104,7 @@ template <class T, class Value, class Emit>
 __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, const detail::cg_vectors<T>& v,
                                            const detail::cg_control<T>& control, const march_shape& m,
                                            std::int64_t unit, const Emit& emit) {
-  constexpr int V = kMarchV<T>;
+  constexpr int V = kV<T>;
   using vec = device::vector_of<T, V>;
   const std::int64_t g = A.g;
   const std::int64_t y0 = (unit % m.tiles) * m.lines;

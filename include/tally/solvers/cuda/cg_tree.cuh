@@ -16,6 +16,10 @@ namespace tally::solvers::kernels {
 
 inline constexpr int kThreads = 256;
 inline constexpr int kWarps = kThreads / 32;
+/// Rows of the tree's vector (its leaves are folded kV at a time): a lane's
+/// rows in the CG kernels' vector paths.
+template <class T>
+inline constexpr int kV = tree::vector_width<T>;
 
 template <class S>
 using block_storage = device::block_reduce_storage<S, kThreads>;
