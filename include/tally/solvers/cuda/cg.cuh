@@ -83,19 +83,43 @@ inline int passes_for(std::int64_t blocks_of_rows, std::int64_t target) {
   return passes;
 }
 
-/// The persistent mode's passes per chunk: passes_for(kPersistentTargetChunks),
-/// raised to kV<T> where that still leaves a chunk for every SM. Fewer than
-/// kV passes a chunk take the row-by-row update and search (no vector
-/// leaves); H100, 27-point g = 64, f32, µs an iteration, 1024 chunks of 1 pass
-/// / 256 of 4: matrix-free 17.8 / 10.9, CSR 52.1 / 46.1 (512 of 2: 18.6 /
-/// 53.4; 128 of 8: 12.7 / 58.3). Below kV × sm_count blocks of rows (g = 31:
-/// 117) the chunks would leave SMs idle. Like every chunking, it does not
-/// change the bits (see chunk_tree).
+/// The persistent mode's cost of `passes` a chunk on `slots` co-resident
+/// blocks: the rounds of chunks its busiest block takes (chunk c runs on block
+/// c mod grid) times the passes of each. A block's round takes about as long
+/// with its SM's other blocks idle as with them busy (the kernel is latency-
+/// bound), so this is the iteration's length in passes.
+inline std::int64_t persistent_rounds(std::int64_t blocks_of_rows, int passes, int slots) {
+  const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
+  const std::int64_t grid = std::min<std::int64_t>(slots, chunks);
+  return (chunks + grid - 1) / grid * passes;
+}
+
+/// The persistent mode's passes per chunk on a grid of at most `slots` blocks
+/// (slots ≥ 1): passes_for(kPersistentTargetChunks), raised to kV<T> where
+/// that still leaves a chunk for every SM, then halved once (not below that)
+/// where that shortens persistent_rounds by an eighth or more.
+/// - Fewer than kV passes a chunk take the row-by-row update and search (no
+///   vector leaves); H100, 27-point g = 64, f32, µs an iteration, 1024 chunks
+///   of 1 pass / 256 of 4: matrix-free 17.8 / 10.9, CSR 52.1 / 46.1 (512 of
+///   2: 18.6 / 53.4; 128 of 8: 12.7 / 58.3). Below kV × sm_count blocks of
+///   rows (g = 31: 117) the chunks would leave SMs idle.
+/// - The halving: g = 200 on 396 slots, 977 chunks of 32 passes (3 rounds, the
+///   third on 185 blocks) / 1954 of 16 (5 rounds): CSR 1054 / 977.5,
+///   matrix-free 309.2 / 246.8 µs (2026-11-27). At g = 128 the 2048 chunks of
+///   4 tie with 1024 of 8 (24 passes) and lose (CSR 272.7 against 261.1,
+///   matrix-free 53.1 against 48.7): a chunk has its own cost, hence the
+///   eighth; and every block reduces all the chunks' partials after each
+///   barrier, hence once (at most about 2 × the target's chunks).
+/// Like every chunking, it does not change the bits (see chunk_tree).
 template <class T>
-int persistent_passes(std::int64_t blocks_of_rows, int sm_count) {
-  const int passes = passes_for(blocks_of_rows, kPersistentTargetChunks);
+int persistent_passes(std::int64_t blocks_of_rows, int sm_count, int slots) {
   constexpr int kV = kernels::kV<T>;
-  if (passes < kV && (blocks_of_rows + kV - 1) / kV >= sm_count) return kV;
+  const int least = (blocks_of_rows + kV - 1) / kV >= sm_count ? kV : 1;
+  const int passes = std::max(passes_for(blocks_of_rows, kPersistentTargetChunks), least);
+  const int half = passes / 2;
+  if (half >= least &&
+      8 * persistent_rounds(blocks_of_rows, half, slots) <= 7 * persistent_rounds(blocks_of_rows, passes, slots))
+    return half;
   return passes;
 }
 
@@ -500,7 +524,8 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>);
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
-    const int passes = detail::persistent_passes<T>(blocks_of_rows, current_device_info().sm_count);
+    const int passes = detail::persistent_passes<T>(blocks_of_rows, current_device_info().sm_count,
+                                                    options.grid_blocks > 0 ? options.grid_blocks : capacity);
     const std::int64_t chunks = (blocks_of_rows + passes - 1) / passes;
     const int grid = options.grid_blocks > 0 ? options.grid_blocks
                                              : static_cast<int>(std::min<std::int64_t>(capacity, chunks));
