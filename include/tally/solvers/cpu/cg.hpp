@@ -127,8 +127,8 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   while (control.next != detail::cg_phase::done) {
     switch (control.next) {
       case detail::cg_phase::search: {
-        const T* from = v.p[control.searches & 1];
-        T* to = v.p[(control.searches + 1) & 1];
+        const T* from = v.direction(control.searches);
+        T* to = v.direction(control.searches + 1);
         const T beta = control.beta;
         // The new direction first (the GPU recomputes it per gather instead:
         // the same bits), then the product with it.
@@ -139,7 +139,7 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
         break;
       }
       case detail::cg_phase::update: {
-        const T* p = v.p[control.searches & 1];
+        const T* p = v.direction(control.searches);
         const T alpha = control.alpha;
         control.after_update(detail::reduce_rows<V, detail::update_sums<T>>(
             n, threads, [&](std::int64_t i) { return detail::update_row(v, p, i, alpha); }));

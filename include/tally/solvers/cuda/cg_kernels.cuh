@@ -129,8 +129,8 @@ struct phases {
   }
   template <class A>
   __device__ search_sums<T> search(const A& a, std::int64_t i) const {
-    const T* from = v.p[control.searches & 1];
-    T* to = v.p[(control.searches + 1) & 1];
+    const T* from = v.direction(control.searches);
+    T* to = v.direction(control.searches + 1);
     const T p_i = direction_at(a, from, i);
     to[i] = p_i;
     return detail::search_row(a, v, i, p_i, [&](std::int64_t j) { return direction_at(a, from, j); });
@@ -143,8 +143,8 @@ struct phases {
   /// bits (direction_value either way).
   __device__ void store_directions(std::int64_t begin, std::int64_t end) const {
     constexpr int V = kV<T>;
-    const T* from = v.p[control.searches & 1];
-    T* to = v.p[(control.searches + 1) & 1];
+    const T* from = v.direction(control.searches);
+    T* to = v.direction(control.searches + 1);
     const T beta = control.beta;
     std::int64_t i0 = begin + static_cast<std::int64_t>(threadIdx.x) * V;
     for (; i0 + V <= end; i0 += static_cast<std::int64_t>(kThreads) * V) {
@@ -163,7 +163,7 @@ struct phases {
   template <class A>
   __device__ search_sums<T> search_stored(const A& a, std::int64_t i) const {
     const fresh_read<Persistent> fresh;
-    const T* to = v.p[(control.searches + 1) & 1];
+    const T* to = v.direction(control.searches + 1);
     return detail::search_row(a, v, i, fresh(to + i), [&](std::int64_t j) { return fresh(to + j); });
   }
   /// search() of the kV<T> rows from i0 (all below n; i0 a multiple of
@@ -191,7 +191,7 @@ struct phases {
     const bool lined = a.points == 27 && x0 + V <= a.g;  // the kV rows share a grid line
     const bool whole = a.g % V == 0;
     const fresh_read<Persistent> fresh;
-    const T* from = v.p[control.searches & 1];
+    const T* from = v.direction(control.searches);
     const T beta = control.beta;
     auto direction = [&](std::int64_t j) { return direction_at(a, from, j); };
     const bool left = x0 > 0, right = x0 + V < a.g;
@@ -255,7 +255,7 @@ struct phases {
   /// their leaves folded left to right.
   __device__ __forceinline__ search_sums<T> store_search_vectors(std::int64_t i0, const device::vector_of<T, kV<T>>& p,
                                                                  const device::vector_of<T, kV<T>>& ap) const {
-    device::store_vector<T, kV<T>, true>(v.p[(control.searches + 1) & 1] + i0, p);
+    device::store_vector<T, kV<T>, true>(v.direction(control.searches + 1) + i0, p);
     device::store_vector<T, kV<T>, true>(v.ap + i0, ap);
     search_sums<T> acc{detail::multiply_rounded(p.v[0], ap.v[0])};
 #pragma unroll
@@ -275,7 +275,7 @@ struct phases {
   __device__ search_sums<T> search_staged(const stencil_operator<Value>& a, const stencil_window<T>& window,
                                           std::int64_t i) const {
     const T p_i = window(i);
-    v.p[(control.searches + 1) & 1][i] = p_i;
+    v.direction(control.searches + 1)[i] = p_i;
     const T ap = window.product(a, i);
     v.ap[i] = ap;
     return {detail::multiply_rounded(p_i, ap)};
@@ -297,7 +297,7 @@ struct phases {
   /// stores no z (see direction_at), as update_vector does.
   template <class A>
   __device__ update_sums<T> update(const A&, std::int64_t i) const {
-    const T* p = v.p[control.searches & 1];
+    const T* p = v.direction(control.searches);
     if constexpr (is_stencil<A>) {
       T x = v.x[i], r = v.r[i], z;
       const update_sums<T> sums = detail::update_values(x, r, z, p[i], v.ap[i], control.constant_dinv, control.alpha);
@@ -322,7 +322,7 @@ struct phases {
     auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
                        : device::load_vector<T, V, false, false>(v.x + i0);
     auto r = device::load_vector<T, V, true, false>(v.r + i0);
-    const auto p = device::load_vector<T, V, true, false>(v.p[control.searches & 1] + i0);
+    const auto p = device::load_vector<T, V, true, false>(v.direction(control.searches) + i0);
     const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
     device::vector_of<T, V> dinv;
     if constexpr (is_stencil<A>) {
@@ -379,7 +379,7 @@ __device__ __forceinline__ void graph_search_chunk(std::int64_t c, const Op& A, 
   if constexpr (is_stencil<Op>) {
     const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
     const auto window =
-        stage_stencil_window(A, rows.v, rows.v.p[rows.control.searches & 1], rows.control.beta,
+        stage_stencil_window(A, rows.v, rows.v.direction(rows.control.searches), rows.control.beta,
                              rows.control.constant_dinv, c * chunk_rows, chunk_rows);
     const auto leaf = [&](std::int64_t i, int) { return rows.search_staged(A, window, i); };
     // Whole vectors (block-uniform): kV<T> rows a lane where the chunk allows.

@@ -110,7 +110,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
   const std::int64_t y0 = (unit % m.tiles) * m.lines;
   const std::int64_t z0 = (unit / m.tiles) * m.planes;
   const std::int64_t z1 = std::min(z0 + m.planes, g);
-  const T* from = v.p[control.searches & 1];
+  const T* from = v.direction(control.searches);
   const T beta = control.beta, dinv = control.constant_dinv;
   const int stride = (m.lines + 2) * static_cast<int>(g);  // one staged plane
   T* planes = reinterpret_cast<T*>(cg_window_memory);

@@ -23,7 +23,7 @@ struct cg_vectors {
   T* x;
   T* r;
   T* z;
-  T* p[2];  ///< search directions: search phase k reads p[k & 1] and writes p[(k + 1) & 1]
+  T* p[2];  ///< search directions: search phase k reads direction(k) and writes direction(k + 1)
   T* ap;
   T* dinv;  ///< Jacobi: 1 / diagonal (NaN where the diagonal is not positive and finite); none: 1
   std::int64_t n;
@@ -33,6 +33,13 @@ struct cg_vectors {
   T* s;  ///< A·p
   T* q;  ///< M·s
   T* t;  ///< A·q (the paper's z)
+
+  /// p[k & 1], picked by a select rather than an index: a kernel parameter
+  /// indexed at run time is copied into every thread's stack, and the graph
+  /// mode's update at g = 200 (500 000 threads) then wrote 120 bytes of local
+  /// memory a thread, ~60 MB through L2 to DRAM (ncu: 116 MB written against
+  /// the 64 of x and r).
+  TALLY_HD_INLINE T* direction(std::int64_t k) const { return (k & 1) != 0 ? p[1] : p[0]; }
 };
 
 /// Jacobi's entry of M⁻¹ for the diagonal entry d: 1 / d, or NaN where d is
