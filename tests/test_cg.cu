@@ -50,21 +50,23 @@ TEST(CgAutomaticMode, PersistentUpToTheMeasuredCutsGraphAbove) {
 TEST(CgPersistentPasses, KvPassesWhereEverySmKeepsAChunk) {
   namespace d = tally::solvers::detail;
   constexpr int sms = 132;
-  constexpr int slots = 3 * sms;  // 3 blocks an SM: the H100's persistent kernels at 80 registers
+  constexpr int slots = 3 * sms;  // float: 3 blocks an SM (kPersistentBlocksPerSm)
+  constexpr int double_slots = 2 * sms;
   EXPECT_EQ(d::persistent_passes<float>(117, sms, slots), 1);   // g = 31: 30 chunks of 4 would idle 102 SMs
   EXPECT_EQ(d::persistent_passes<float>(524, sms, slots), 1);   // 131 chunks of 4
   EXPECT_EQ(d::persistent_passes<float>(525, sms, slots), 4);   // 132, the last of 1 block
   EXPECT_EQ(d::persistent_passes<float>(1024, sms, slots), 4);  // g = 64: 256 chunks of 4, not 1024 of 1
   EXPECT_EQ(d::persistent_passes<float>(2048, sms, slots), 4);  // the target alone gives 2
-  EXPECT_EQ(d::persistent_passes<double>(262, sms, slots), 1);
-  EXPECT_EQ(d::persistent_passes<double>(263, sms, slots), 2);
+  EXPECT_EQ(d::persistent_passes<double>(262, sms, double_slots), 1);
+  EXPECT_EQ(d::persistent_passes<double>(263, sms, double_slots), 2);
   EXPECT_EQ(d::persistent_passes<float>(1024, 1024, 3 * 1024), 1);  // more SMs than chunks of 4
 }
 
 TEST(CgPersistentPasses, HalvedOnceWhereThatShortensTheBusiestBlockByAnEighth) {
   namespace d = tally::solvers::detail;
   constexpr int sms = 132;
-  constexpr int slots = 3 * sms;
+  constexpr int slots = 3 * sms;                          // float: 3 blocks an SM (kPersistentBlocksPerSm)
+  constexpr int double_slots = 2 * sms;                   // double: 2
   EXPECT_EQ(d::persistent_rounds(31250, 32, slots), 96);  // g = 200: 977 chunks, 3 rounds
   EXPECT_EQ(d::persistent_rounds(31250, 16, slots), 80);  // 1954 chunks, 5 rounds
   EXPECT_EQ(d::persistent_rounds(31250, 8, slots), 80);
@@ -72,8 +74,8 @@ TEST(CgPersistentPasses, HalvedOnceWhereThatShortensTheBusiestBlockByAnEighth) {
   EXPECT_EQ(d::persistent_passes<float>(31250, sms, slots), 16);  // 96 -> 80
   EXPECT_EQ(d::persistent_passes<float>(8985, sms, slots), 8);    // g = 132: 562 chunks of 16 (32) -> 1124 of 8 (24)
   EXPECT_EQ(d::persistent_passes<float>(8192, sms, slots), 8);    // g = 128: 4 passes tie at 24, 8 stays
-  EXPECT_EQ(d::persistent_passes<double>(8192, sms, slots), 8);   // 4 passes tie at 24
-  EXPECT_EQ(d::persistent_passes<float>(31250, sms, sms), 32);    // a grid of 132: 256 -> 240, not an eighth
+  EXPECT_EQ(d::persistent_passes<double>(8192, sms, double_slots), 8);  // 4 passes tie at 32
+  EXPECT_EQ(d::persistent_passes<float>(31250, sms, sms), 32);          // a grid of 132: 256 -> 240, not an eighth
   EXPECT_EQ(d::persistent_passes<float>(25934, sms, slots), 16);  // g = 188: 811 chunks (96) -> 1621 (80); 4 not tried
 }
 
