@@ -426,14 +426,12 @@ __device__ __forceinline__ bool graph_phase_begins(cg_control<T>& control, const
   return active;
 }
 
-/// A graph-mode phase's end, in the last block to arrive: the root of the
-/// phase's partials, the decision (cg_control's after_*), the control block
-/// for the next kernel, the arrivals back to zero, and the device loop's
-/// condition where `sets_handle`. Pre: the whole block calls it, after every
-/// block stored its chunk's partial.
+/// After a phase: the root of its partials (a phase that reduces) and, in
+/// thread 0, the decision (cg_control's after_*) in `control`. Pre: the whole
+/// block calls it, after every block stored its chunks' partials (a grid
+/// barrier or the last arrival since).
 template <cg_phase Phase, class T>
-__device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
-                                                 cudaGraphConditionalHandle handle, bool sets_handle) {
+__device__ __forceinline__ void decide_after(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh) {
   if constexpr (Phase == cg_phase::search) {
     const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
     if (threadIdx.x == 0) control.after_search(root.value);
@@ -451,6 +449,16 @@ __device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const c
   } else {
     if (threadIdx.x == 0) control.after_vectors();
   }
+}
+
+/// A graph-mode phase's end, in the last block to arrive: decide_after, the
+/// control block for the next kernel, the arrivals back to zero, and the
+/// device loop's condition where `sets_handle`. Pre: the whole block calls
+/// it, after every block stored its chunk's partial.
+template <cg_phase Phase, class T>
+__device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
+                                                 cudaGraphConditionalHandle handle, bool sets_handle) {
+  decide_after<Phase>(control, s, sh);
   if (threadIdx.x == 0) {
     *s.control = control;
     *s.arrivals = 0;
@@ -556,16 +564,14 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
                       rows.search_vector_leaf(A));
       }
       grid.sync();
-      const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
-      if (threadIdx.x == 0) control.after_search(root.value);
+      decide_after<cg_phase::search>(control, s, sh);
       __syncthreads();
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(A, i); },
                     sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
       grid.sync();
-      const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
-      if (threadIdx.x == 0) control.after_update(root.value);
+      decide_after<cg_phase::update>(control, s, sh);
       __syncthreads();
     } else if (control.next == cg_phase::true_residual) {
       run_residual(false);
@@ -574,8 +580,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
         chunk_phase(c, s, n, s.pipelined_partials, matrix,
                     [&](std::int64_t i, const auto& a) { return rows.gather(a, i); }, sh.storage.pipelined);
       grid.sync();
-      const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
-      if (threadIdx.x == 0) control.after_gather(root.value);
+      decide_after<cg_phase::gather>(control, s, sh);
       __syncthreads();
     } else {  // pipelined restart or vectors: no reduction, only the barrier before the next gather
       const bool restart = control.next == cg_phase::restart;
