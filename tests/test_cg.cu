@@ -62,6 +62,22 @@ TEST(CgPersistentPasses, KvPassesWhereEverySmKeepsAChunk) {
   EXPECT_EQ(d::persistent_passes<float>(1024, 1024, 3 * 1024), 1);  // more SMs than chunks of 4
 }
 
+// The graph mode's update a group of chunks a block, a host rule: one chunk
+// a block up to two waves of them, else the smallest power of two (at most
+// kMaxUpdateGroup) whose groups fit one wave of resident blocks.
+TEST(CgGraphUpdateGroup, OneUpToTwoWavesElseTheSmallestThatFitsOneWave) {
+  namespace d = tally::solvers::detail;
+  constexpr std::int64_t resident = 5 * 132;  // f32: 48 registers, 5 blocks an SM
+  EXPECT_EQ(d::update_group(1, resident), 1);
+  EXPECT_EQ(d::update_group(512, resident), 1);  // g = 128
+  EXPECT_EQ(d::update_group(2 * resident, resident), 1);
+  EXPECT_EQ(d::update_group(2 * resident + 1, resident), 4);  // 2 leaves 661 blocks
+  EXPECT_EQ(d::update_group(1954, resident), 4);              // g = 200: 489 blocks
+  EXPECT_EQ(d::update_group(4 * resident + 1, resident), 8);
+  EXPECT_EQ(d::update_group(100 * resident, resident), tally::solvers::kernels::kMaxUpdateGroup);  // capped
+  EXPECT_EQ(d::update_group(3, 1), 4);  // one slot: the group that leaves one block
+}
+
 TEST(CgPersistentPasses, HalvedOnceWhereThatShortensTheBusiestBlockByAnEighth) {
   namespace d = tally::solvers::detail;
   constexpr int sms = 132;

@@ -201,6 +201,11 @@ void expect_cpu_bits_in(random_source& rng, std::initializer_list<gpu_variant> v
   // 396 slots persistent_passes halves the target's 16 (562 chunks, 2 rounds
   // of 16 passes) to 8 (1124 chunks, 3 rounds of 8).
   run(float{}, 132, 27, sv::cg_preconditioner::jacobi);
+  // g = 156 (3 796 416 rows, 1854 chunks of 8 passes in the graph mode, the
+  // last not full): more than two waves of the update's blocks on an H100, so
+  // it takes 4 chunks a block (update_group; 464 blocks, the last of 2), and
+  // the p·Ap sums' last block holds 6 chunks, the last by the whole block.
+  run(float{}, 156, 27, sv::cg_preconditioner::jacobi);
   // A CSR problem of at least kStoredDirectionsRows rows (1 061 208): the
   // persistent search stores its new directions before the product.
   run(float{}, 102, 0, sv::cg_preconditioner::jacobi);

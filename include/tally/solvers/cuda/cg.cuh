@@ -123,6 +123,20 @@ int persistent_passes(std::int64_t blocks_of_rows, int sm_count, int slots) {
   return passes;
 }
 
+/// Chunks a block of the graph mode's update (cg_update_groups_kernel) takes
+/// for `chunks` chunks when `resident` of its blocks fit on the device: 1 up
+/// to two waves of chunks, else the smallest power of two (at most
+/// kernels::kMaxUpdateGroup) whose groups fit one wave. H100, graph-mode
+/// stencil, f32: 4 at g = 200 (1954 chunks, 489 blocks; the update had taken
+/// four waves and its last block's root read all 1954 partials); 4 at g = 128
+/// (512 chunks, 128 blocks) and at g = 132 was slower than 1.
+constexpr int update_group(std::int64_t chunks, std::int64_t resident) {
+  if (chunks <= 2 * resident) return 1;
+  int group = 2;
+  while (group < kernels::kMaxUpdateGroup && (chunks + group - 1) / group > resident) group *= 2;
+  return group;
+}
+
 /// Where a solve's scratch lives, carved from one workspace draw.
 template <class T>
 struct gpu_cg_layout {
@@ -271,6 +285,18 @@ int fit_window(const Op& A, int passes) {
   return passes;
 }
 
+/// Blocks of `kernel` (kThreads threads, `shared_bytes` of dynamic shared
+/// memory) that fit on the device at once; at least one an SM.
+template <class Kernel>
+std::int64_t resident_blocks(Kernel kernel, std::size_t shared_bytes) {
+  allow_shared_memory(kernel, shared_bytes);
+  int per_sm = 0;
+  relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor of a CG kernel", [&] {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kThreads, shared_bytes);
+  });
+  return static_cast<std::int64_t>(std::max(per_sm, 1)) * current_device_info().sm_count;
+}
+
 /// Blocks of the persistent kernel that fit on the device at once.
 template <class T, class Op>
 int persistent_capacity() {
@@ -380,21 +406,35 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
       bool marched = false;
       if constexpr (kernels::is_stencil<Op>) {
         if (march.blocks > 0) {
-          previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count,
-                                     kernels::cg_march_kernel<T, typename Op::value_type>,
-                                     static_cast<unsigned>(march.blocks), kernels::march_bytes<T>(A.g, march), A,
-                                     l.vectors, l.scratch, march);
+          previous =
+              add_kernel_node(body, previous_count ? &previous : nullptr, previous_count,
+                              kernels::cg_march_kernel<T, typename Op::value_type>, static_cast<unsigned>(march.blocks),
+                              kernels::march_bytes<T>(A.g, march), A, l.vectors, l.scratch, march);
+          previous =
+              add_kernel_node(body, &previous, 1, kernels::cg_search_sums_kernel<T, Op>,
+                              static_cast<unsigned>(kernels::search_sums_blocks<T>(l.scratch.chunks, l.scratch.passes)),
+                              0, A, l.vectors, l.scratch, none, false);
           previous_count = 1;
-          phase(kernels::cg_search_sums_kernel<T, Op>, 0, false);
           marched = true;
         }
       }
       if (!marched)
         phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, search_shared_bytes<T>(A, l.scratch.passes),
               false);
-      phase(kernels::cg_phase_kernel<cg_phase::update, false, T, Op>, 0, false);
+      // The update a group of chunks a block where the chunks are many (cg_update_groups_kernel).
+      const auto update = kernels::cg_update_groups_kernel<T, Op>;
+      const int group = detail::update_group(l.scratch.chunks, resident_blocks(update, 0));
+      previous = add_kernel_node(body, &previous, 1, update,
+                                 static_cast<unsigned>((l.scratch.chunks + group - 1) / group), 0, A, l.vectors,
+                                 l.scratch, none, false, group);
     }
-    phase(kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>, shared, u + 1 == o.graph_unroll);
+    // The true residual, which runs once in many iterations, on at most a
+    // wave of blocks (it strides over the chunks).
+    const auto residual = kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>;
+    const bool sets = sets_handle && u + 1 == o.graph_unroll;
+    previous = add_kernel_node(body, &previous, 1, residual,
+                               static_cast<unsigned>(std::min(l.scratch.chunks, resident_blocks(residual, shared))),
+                               shared, A, l.vectors, l.scratch, sets ? handle : none, sets);
   }
 }
 

@@ -426,23 +426,25 @@ __device__ __forceinline__ bool graph_phase_begins(cg_control<T>& control, const
   return active;
 }
 
-/// After a phase: the root of its partials (a phase that reduces) and, in
-/// thread 0, the decision (cg_control's after_*) in `control`. Pre: the whole
-/// block calls it, after every block stored its chunks' partials (a grid
-/// barrier or the last arrival since).
+/// After a phase: the root of its `partials` partials (a phase that reduces;
+/// by default one a chunk, else each an aligned subtree of a group of
+/// chunks) and, in thread 0, the decision (cg_control's after_*) in
+/// `control`. Pre: the whole block calls it, after every block stored its
+/// partials (a grid barrier or the last arrival since).
 template <cg_phase Phase, class T>
-__device__ __forceinline__ void decide_after(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh) {
+__device__ __forceinline__ void decide_after(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
+                                             std::int64_t partials) {
   if constexpr (Phase == cg_phase::search) {
-    const auto root = root_tree(s.search_partials, s.chunks, detail::add_sums{}, sh.storage.search);
+    const auto root = root_tree(s.search_partials, partials, detail::add_sums{}, sh.storage.search);
     if (threadIdx.x == 0) control.after_search(root.value);
   } else if constexpr (Phase == cg_phase::update) {
-    const auto root = root_tree(s.update_partials, s.chunks, detail::add_sums{}, sh.storage.update);
+    const auto root = root_tree(s.update_partials, partials, detail::add_sums{}, sh.storage.update);
     if (threadIdx.x == 0) control.after_update(root.value);
   } else if constexpr (Phase == cg_phase::true_residual) {
-    const auto root = root_tree(s.residual_partials, s.chunks, detail::add_sums{}, sh.storage.residual);
+    const auto root = root_tree(s.residual_partials, partials, detail::add_sums{}, sh.storage.residual);
     if (threadIdx.x == 0) control.after_true_residual(root.value);
   } else if constexpr (Phase == cg_phase::gather) {
-    const auto root = root_tree(s.pipelined_partials, s.chunks, detail::add_sums{}, sh.storage.pipelined);
+    const auto root = root_tree(s.pipelined_partials, partials, detail::add_sums{}, sh.storage.pipelined);
     if (threadIdx.x == 0) control.after_gather(root.value);
   } else if constexpr (Phase == cg_phase::restart) {
     if (threadIdx.x == 0) control.after_restart();
@@ -451,14 +453,15 @@ __device__ __forceinline__ void decide_after(cg_control<T>& control, const cg_sc
   }
 }
 
-/// A graph-mode phase's end, in the last block to arrive: decide_after, the
-/// control block for the next kernel, the arrivals back to zero, and the
-/// device loop's condition where `sets_handle`. Pre: the whole block calls
-/// it, after every block stored its chunk's partial.
+/// A graph-mode phase's end, in the last block to arrive: decide_after over
+/// `partials` partials, the control block for the next kernel, the arrivals
+/// back to zero, and the device loop's condition where `sets_handle`. Pre:
+/// the whole block calls it, after every block stored its partials.
 template <cg_phase Phase, class T>
 __device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
-                                                 cudaGraphConditionalHandle handle, bool sets_handle) {
-  decide_after<Phase>(control, s, sh);
+                                                 cudaGraphConditionalHandle handle, bool sets_handle,
+                                                 std::int64_t partials) {
+  decide_after<Phase>(control, s, sh, partials);
   if (threadIdx.x == 0) {
     *s.control = control;
     *s.arrivals = 0;
@@ -564,14 +567,14 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
                       rows.search_vector_leaf(A));
       }
       grid.sync();
-      decide_after<cg_phase::search>(control, s, sh);
+      decide_after<cg_phase::search>(control, s, sh, s.chunks);
       __syncthreads();
     } else if (control.next == cg_phase::update) {
       for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
         chunk_phase(c, s, n, s.update_partials, vectors_only, [&](std::int64_t i, int) { return rows.update(A, i); },
                     sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
       grid.sync();
-      decide_after<cg_phase::update>(control, s, sh);
+      decide_after<cg_phase::update>(control, s, sh, s.chunks);
       __syncthreads();
     } else if (control.next == cg_phase::true_residual) {
       run_residual(false);
@@ -580,7 +583,7 @@ __global__ void __launch_bounds__(kThreads, kPersistentBlocksPerSm<T>) cg_persis
         chunk_phase(c, s, n, s.pipelined_partials, matrix,
                     [&](std::int64_t i, const auto& a) { return rows.gather(a, i); }, sh.storage.pipelined);
       grid.sync();
-      decide_after<cg_phase::gather>(control, s, sh);
+      decide_after<cg_phase::gather>(control, s, sh, s.chunks);
       __syncthreads();
     } else {  // pipelined restart or vectors: no reduction, only the barrier before the next gather
       const bool restart = control.next == cg_phase::restart;
@@ -610,10 +613,12 @@ template <class T, class Op>
 __global__ void __launch_bounds__(kThreads) cg_setup_kernel(const Op A, const cg_vectors<T> v,
                                                             const cg_control<T> initial, const cg_scratch<T> s);
 
-/// Graph mode, one phase over one chunk per block, the last block reducing.
-/// Does nothing unless the control block says this phase is next (or, for
-/// Final, that the final residual is needed). `handle_setter`: the kernel that
-/// sets the device-side loop's condition (the last of a loop body).
+/// Graph mode, one phase over one chunk per block (the true residual: any
+/// grid, its blocks striding over the chunks), the last block reducing. The
+/// update has a kernel of its own (cg_update_groups_kernel). Does nothing
+/// unless the control block says this phase is next (or, for Final, that the
+/// final residual is needed). `sets_handle`: the kernel that sets the
+/// device-side loop's condition (the last of a loop body).
 template <cg_phase Phase, bool Final, class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
@@ -641,10 +646,20 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<V
              });
 }
 
+/// Blocks of cg_search_sums_kernel: a chunk a warp where chunks have at
+/// least kV passes (warp_leaves_tree), else a chunk a block.
+template <class T>
+constexpr std::int64_t search_sums_blocks(std::int64_t chunks, int passes) {
+  return passes >= kV<T> ? (chunks + kWarps - 1) / kWarps : chunks;
+}
+
 /// Graph mode, after cg_march_kernel: p·Ap from the vectors' leaves it
-/// stored, one chunk per block, the last block reducing (after_search): the
-/// search phase's tree over the same leaves, so its bits. Does nothing unless
-/// the control block says the search is next. Same launch as cg_phase_kernel.
+/// stored, the last block reducing (after_search): the search phase's tree
+/// over the same leaves, so its bits. Chunks of at least kV passes a warp
+/// each (warp_leaves_tree; a last chunk that is not full by the whole block
+/// that holds it), fewer passes a block each. Does nothing unless the control
+/// block says the search is next. Pre: launched with search_sums_blocks<T>
+/// blocks of kThreads threads.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_search_sums_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
@@ -703,6 +718,7 @@ template <cg_phase Phase, bool Final, class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_phase_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
                     bool sets_handle) {
+  static_assert(Phase != cg_phase::update, "the graph mode's update is cg_update_groups_kernel");
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
   if (!graph_phase_begins<Phase, Final>(control, s, handle, sets_handle)) return;
@@ -710,13 +726,13 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   const warp_rows<Op> matrix(A, cg_staging_memory);
   if constexpr (Phase == cg_phase::search) {
     graph_search_chunk(blockIdx.x, A, rows, s, matrix, sh.storage.search);
-  } else if constexpr (Phase == cg_phase::update) {
-    chunk_phase(
-        blockIdx.x, s, v.n, s.update_partials, no_rows{}, [&](std::int64_t i, int) { return rows.update(A, i); },
-        sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
   } else if constexpr (Phase == cg_phase::true_residual) {
-    chunk_phase(blockIdx.x, s, v.n, s.residual_partials, matrix,
-                [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);
+    // Any grid, its blocks striding over the chunks: the loop's copy, which
+    // runs once in many iterations, launches fewer blocks to find it has
+    // nothing to do.
+    for (std::int64_t c = blockIdx.x; c < s.chunks; c += gridDim.x)
+      chunk_phase(c, s, v.n, s.residual_partials, matrix,
+                  [&](std::int64_t i, const auto& a) { return rows.true_residual(a, i); }, sh.storage.residual);
   } else if constexpr (Phase == cg_phase::gather) {
     chunk_phase(blockIdx.x, s, v.n, s.pipelined_partials, matrix,
                 [&](std::int64_t i, const auto& a) { return rows.gather(a, i); }, sh.storage.pipelined);
@@ -729,7 +745,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     }
   }
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-  graph_phase_ends<Phase>(control, s, sh, handle, sets_handle);
+  graph_phase_ends<Phase>(control, s, sh, handle, sets_handle, s.chunks);
 }
 
 template <class T, class Op>
@@ -740,20 +756,85 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
   if (!graph_phase_begins<cg_phase::search, false>(control, s, handle, sets_handle)) return;
-  // The chunk's vectors' leaves, which the march stored (p·Ap of kV rows
+  // The chunks' vectors' leaves, which the march stored (p·Ap of kV rows
   // each, folded left to right: the tree's vector), through chunk_tree's
   // vector leaf: the same tree over them, a leaf read for kV rows.
-  chunk_phase(
-      blockIdx.x, s, v.n, s.search_partials, no_rows{},
-      [&](std::int64_t i, int) {
-        // Rows of a last chunk that is not full, one at a time: the first
-        // row of a vector gives its leaf, the others −0, which the fold
-        // adds without changing a bit (n is a multiple of kV under the march).
-        return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)};
-      },
-      sh.storage.search, [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); });
+  const auto vector_leaf = [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); };
+  const auto leaf = [&](std::int64_t i, int) {
+    // Rows of a last chunk that is not full, one at a time: the first row of
+    // a vector gives its leaf, the others −0, which the fold adds without
+    // changing a bit (n is a multiple of kV under the march).
+    return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)};
+  };
+  if (s.passes >= V) {
+    // Block b: chunks 8b .. 8b + 7, a warp each, and their balanced tree (an
+    // aligned subtree of the root's tree) as partial b; the last block to
+    // arrive takes the root over the blocks' partials: the same tree as over
+    // the chunks', with an eighth of the values to read.
+    const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+    const std::int64_t full = v.n / chunk_rows;  // chunks whose rows are all below n
+    const int warp = static_cast<int>(threadIdx.x / 32);
+    const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp;
+    __shared__ search_sums<T> chunk_values[kWarps];
+    if (c < full) {
+      const auto value = warp_leaves_tree(s.search_leaves + c * (chunk_rows / V), static_cast<int>(chunk_rows / V / 32),
+                                          detail::add_sums{});
+      if ((threadIdx.x & 31) == 0) chunk_values[warp] = value;
+    }
+    if (full < s.chunks && full / kWarps == blockIdx.x) {  // block-uniform: the last chunk, not full, by the block
+      const auto value = chunk_tree<V, search_sums<T>>(full * chunk_rows, s.passes, v.n, no_rows{}, leaf,
+                                                       detail::add_sums{}, sh.storage.search, vector_leaf);
+      if (threadIdx.x == 0) chunk_values[full % kWarps] = value.value;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const std::int64_t left = s.chunks - static_cast<std::int64_t>(blockIdx.x) * kWarps;
+      const int present = left < kWarps ? static_cast<int>(left) : kWarps;  // the chunks that exist: a prefix
+      s.search_partials[blockIdx.x] = group_tree(chunk_values, kWarps, present, detail::add_sums{});
+    }
+    if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+    graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, gridDim.x);
+    return;
+  }
+  chunk_phase(blockIdx.x, s, v.n, s.search_partials, no_rows{}, leaf, sh.storage.search, vector_leaf);
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-  graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle);
+  graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, s.chunks);
+}
+
+/// The most chunks of the graph mode's grouped update a block takes (cg_update_groups_kernel).
+inline constexpr int kMaxUpdateGroup = 8;
+
+/// Graph mode, the update phase with `group` consecutive chunks a block:
+/// block b updates chunks group·b .. group·b + group − 1 (those that exist)
+/// in turn and stores their balanced tree, an aligned subtree of the root's
+/// tree, as partial b; the last block to arrive takes the root over the
+/// blocks' partials: the same tree as over the chunks', with 1/group of the
+/// values to read in its tail. Does nothing unless the control block says
+/// the update is next. Pre: `group` a power of two <= kMaxUpdateGroup;
+/// launched with ceil(s.chunks / group) blocks of kThreads threads.
+template <class T, class Op>
+__global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
+    cg_update_groups_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
+                            cudaGraphConditionalHandle handle, bool sets_handle, int group) {
+  __shared__ shared_state<T> sh;
+  cg_control<T>& control = sh.control();
+  if (!graph_phase_begins<cg_phase::update, false>(control, s, handle, sets_handle)) return;
+  const phases<false, T> rows{v, control};
+  const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * group;
+  const std::int64_t left = s.chunks - first;
+  const int present = left < group ? static_cast<int>(left) : group;  // a prefix of the group
+  __shared__ update_sums<T> values[kMaxUpdateGroup];
+#pragma unroll 1
+  for (int k = 0; k < present; ++k) {  // block-uniform
+    const auto value = chunk_tree<kV<T>, update_sums<T>>(
+        (first + k) * chunk_rows, s.passes, v.n, no_rows{}, [&](std::int64_t i, int) { return rows.update(A, i); },
+        detail::add_sums{}, sh.storage.update, [&](std::int64_t i0) { return rows.update_vector(A, i0); });
+    if (threadIdx.x == 0) values[k] = value.value;  // thread 0's is the chunk's
+  }
+  if (threadIdx.x == 0) s.update_partials[blockIdx.x] = group_tree(values, group, present, detail::add_sums{});
+  if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+  graph_phase_ends<cg_phase::update>(control, s, sh, handle, sets_handle, gridDim.x);
 }
 
 }  // namespace tally::solvers::kernels
