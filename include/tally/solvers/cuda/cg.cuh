@@ -375,18 +375,20 @@ cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* depend
 template <class T, class Op>
 void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
                     cudaGraphConditionalHandle handle, bool sets_handle) {
-  const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
+  const std::int64_t chunks = l.scratch.chunks;
   const cudaGraphConditionalHandle none{};
   const std::size_t shared = kStagingBytes<Op>;
   cudaGraphNode_t previous{};
   std::size_t previous_count = 0;
   // Kernels that do not stage A's rows (update, vectors, the pipelined
   // restart, which runs rarely and reads A as it is) need no staging memory;
-  // the search takes its own (a stencil's window).
-  auto phase = [&](auto kernel, std::size_t shared_bytes, bool last) {
+  // the search takes its own (a stencil's window). `extra`: the kernel's
+  // parameters after sets_handle.
+  auto phase = [&](auto kernel, std::int64_t blocks, std::size_t shared_bytes, bool last, auto... extra) {
     const bool sets = sets_handle && last;
-    previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel, grid,
-                               shared_bytes, A, l.vectors, l.scratch, sets ? handle : none, sets);
+    previous = add_kernel_node(body, previous_count ? &previous : nullptr, previous_count, kernel,
+                               static_cast<unsigned>(blocks), shared_bytes, A, l.vectors, l.scratch,
+                               sets ? handle : none, sets, extra...);
     previous_count = 1;
   };
   // A 27-point stencil's search marches through planes (cg_stencil_march.cuh)
@@ -397,11 +399,18 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
       march = kernels::make_march_shape<T>(
           A.g, static_cast<std::int64_t>(current_device_info().sm_count) * kernels::kPhaseBlocksPerSm<Op>);
   }
+  // The update a group of chunks a block where the chunks are many
+  // (update_group); the true residual, which runs once in many iterations, on
+  // at most a wave of blocks (it strides over the chunks).
+  const auto update = kernels::cg_update_groups_kernel<T, Op>;
+  const int group = o.pipelined ? 1 : detail::update_group(chunks, resident_blocks(update, 0));
+  const auto residual = kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>;
+  const std::int64_t residual_blocks = std::min(chunks, resident_blocks(residual, shared));
   for (int u = 0; u < o.graph_unroll; ++u) {
     if (o.pipelined) {
-      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, 0, false);
-      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, shared, false);
-      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, 0, false);
+      phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, chunks, 0, false);
+      phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, chunks, shared, false);
+      phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, chunks, 0, false);
     } else {
       bool marched = false;
       if constexpr (kernels::is_stencil<Op>) {
@@ -410,31 +419,18 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
               add_kernel_node(body, previous_count ? &previous : nullptr, previous_count,
                               kernels::cg_march_kernel<T, typename Op::value_type>, static_cast<unsigned>(march.blocks),
                               kernels::march_bytes<T>(A.g, march), A, l.vectors, l.scratch, march);
-          previous =
-              add_kernel_node(body, &previous, 1, kernels::cg_search_sums_kernel<T, Op>,
-                              static_cast<unsigned>(kernels::search_sums_blocks<T>(l.scratch.chunks, l.scratch.passes)),
-                              0, A, l.vectors, l.scratch, none, false);
           previous_count = 1;
+          phase(kernels::cg_search_sums_kernel<T, Op>, kernels::search_sums_blocks<T>(chunks, l.scratch.passes), 0,
+                false);
           marched = true;
         }
       }
       if (!marched)
-        phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, search_shared_bytes<T>(A, l.scratch.passes),
-              false);
-      // The update a group of chunks a block where the chunks are many (cg_update_groups_kernel).
-      const auto update = kernels::cg_update_groups_kernel<T, Op>;
-      const int group = detail::update_group(l.scratch.chunks, resident_blocks(update, 0));
-      previous = add_kernel_node(body, &previous, 1, update,
-                                 static_cast<unsigned>((l.scratch.chunks + group - 1) / group), 0, A, l.vectors,
-                                 l.scratch, none, false, group);
+        phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, chunks,
+              search_shared_bytes<T>(A, l.scratch.passes), false);
+      phase(update, (chunks + group - 1) / group, 0, false, group);
     }
-    // The true residual, which runs once in many iterations, on at most a
-    // wave of blocks (it strides over the chunks).
-    const auto residual = kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>;
-    const bool sets = sets_handle && u + 1 == o.graph_unroll;
-    previous = add_kernel_node(body, &previous, 1, residual,
-                               static_cast<unsigned>(std::min(l.scratch.chunks, resident_blocks(residual, shared))),
-                               shared, A, l.vectors, l.scratch, sets ? handle : none, sets);
+    phase(residual, residual_blocks, shared, u + 1 == o.graph_unroll);
   }
 }
 

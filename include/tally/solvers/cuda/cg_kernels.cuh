@@ -427,8 +427,8 @@ __device__ __forceinline__ bool graph_phase_begins(cg_control<T>& control, const
 }
 
 /// After a phase: the root of its `partials` partials (a phase that reduces;
-/// by default one a chunk, else each an aligned subtree of a group of
-/// chunks) and, in thread 0, the decision (cg_control's after_*) in
+/// one a chunk, or each the aligned subtree of a group of chunks) and, in
+/// thread 0, the decision (cg_control's after_*) in
 /// `control`. Pre: the whole block calls it, after every block stored its
 /// partials (a grid barrier or the last arrival since).
 template <cg_phase Phase, class T>
