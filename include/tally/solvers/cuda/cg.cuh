@@ -155,10 +155,12 @@ bool graph_marches(const Op& A, const cg_options& o) {
 }
 
 /// The solve's device memory from the workspace: control block, result,
-/// partials, the march's leaves where `leaves`, and the vectors.
+/// partials, the march's leaves where `leaves` (and its groups' leaves where
+/// the chunks have at least kV passes), and the vectors.
 template <class T>
 gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n, std::int64_t chunks, int passes,
                        bool pipelined, bool leaves) {
+  const bool groups = leaves && passes >= kernels::kV<T>;
   const std::size_t vec = align_up(static_cast<std::size_t>(n) * sizeof(T));
   const int vector_count = pipelined ? 11 : 6;
   const std::size_t sizes[] = {
@@ -169,6 +171,7 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
       align_up(chunks * sizeof(update_sums<T>)),
       align_up(chunks * sizeof(pipelined_sums<T>)),
       leaves ? align_up((n + kernels::kV<T> - 1) / kernels::kV<T> * sizeof(search_sums<T>)) : 0,
+      groups ? align_up((n / kernels::kV<T> / kernels::kMarchGroup + 1) * sizeof(search_sums<T>)) : 0,
       vector_count * vec};
   std::size_t total = 0;
   for (const std::size_t s : sizes) total += s;
@@ -191,6 +194,8 @@ gpu_cg_layout<T> carve(const gpu_backend& gpu, const T* b, T* x, std::int64_t n,
   p += sizes[5];
   l.scratch.search_leaves = leaves ? reinterpret_cast<search_sums<T>*>(p) : nullptr;
   p += sizes[6];
+  l.scratch.search_groups = groups ? reinterpret_cast<search_sums<T>*>(p) : nullptr;
+  p += sizes[7];
   l.scratch.chunks = chunks;
   l.scratch.passes = passes;
   T* vectors[11] = {};
@@ -421,7 +426,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
                               kernels::march_bytes<T>(A.g, march), A, l.vectors, l.scratch, march);
           previous_count = 1;
           phase(kernels::cg_search_sums_kernel<T, Op>, kernels::search_sums_blocks<T>(chunks, l.scratch.passes), 0,
-                false);
+                false, march.lines);
           marched = true;
         }
       }

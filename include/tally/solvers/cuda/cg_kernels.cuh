@@ -64,6 +64,10 @@ struct cg_scratch {
   update_sums<T>* update_partials;
   pipelined_sums<T>* pipelined_partials;
   search_sums<T>* search_leaves;   ///< graph mode's march: p·Ap of each vector of kV rows (its tree leaf)
+  /// Graph mode's march where chunks have at least kV passes: p·Ap of each
+  /// aligned group of kMarchGroup vectors that march_group_inside holds (the
+  /// others' vectors in search_leaves); null otherwise.
+  search_sums<T>* search_groups;
   unsigned* arrivals;              ///< graph mode: blocks done with the current kernel; zero at rest
   std::int64_t chunks;             ///< partials per phase
   int passes;                      ///< kThreads-row passes per chunk
@@ -626,44 +630,79 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
 
 /// The graph mode's search of a 27-point stencil, marching through planes
 /// (march_unit, one unit a block), its products and new directions stored;
-/// no reduction (cg_search_sums_kernel follows). Does nothing unless the
-/// control block says the search is next. Pre: launched with m.blocks blocks
-/// of kThreads threads and march_bytes<T>(g, m) of dynamic shared memory;
-/// marches<T>(A); m from make_march_shape<T>. Post: p, Ap and the rows' tree
-/// leaves by vectors (s.search_leaves) stored.
+/// no reduction (cg_search_sums_kernel follows). p·Ap by leaves: where
+/// s.search_groups is set, each aligned group of kMarchGroup vectors inside
+/// one tile's plane as one leaf (the balanced tree over its vectors' leaves,
+/// from shared memory once the plane is done), the other vectors' leaves
+/// one by one in s.search_leaves; else every vector's. Does nothing unless
+/// the control block says the search is next. Pre: launched with m.blocks
+/// blocks of kThreads threads and march_bytes<T>(g, m) of dynamic shared
+/// memory; marches<T>(A); m from make_march_shape<T>. Post: p, Ap and the
+/// leaves stored.
 template <class T, class Value>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<Value>>)
     cg_march_kernel(const stencil_operator<Value> A, const cg_vectors<T> v, const cg_scratch<T> s,
                     const march_shape m) {
   constexpr int V = kV<T>;
   __shared__ shared_state<T> sh;
+  __shared__ search_sums<T> plane_leaves[2][kThreads];  // a plane's leaves by thread, two planes in turn
   cg_control<T>& control = sh.control();
   if (!graph_phase_begins<cg_phase::search, false>(control, s, cudaGraphConditionalHandle{}, false)) return;
   const phases<false, T> rows{v, control};
-  march_unit(A, v, control, m, blockIdx.x,
-             [&](std::int64_t i0, const device::vector_of<T, V>& own, const device::vector_of<T, V>& products) {
-               s.search_leaves[i0 / V] = rows.store_search_vectors(i0, own, products);
-             });
+  const bool grouped = s.search_groups != nullptr;
+  // Plane z's leaves go to buffer z & 1; a thread emits for planes z0, z0 + 1, ... in turn.
+  int buffer = static_cast<int>(((blockIdx.x / m.tiles) * m.planes) & 1);
+  march_unit(
+      A, v, control, m, blockIdx.x,
+      [&](std::int64_t i0, const device::vector_of<T, V>& own, const device::vector_of<T, V>& products) {
+        const auto leaf = rows.store_search_vectors(i0, own, products);
+        if (grouped) plane_leaves[buffer][threadIdx.x] = leaf;
+        else s.search_leaves[i0 / V] = leaf;
+        buffer ^= 1;
+      },
+      [&](std::int64_t z) {
+        // Thread t holds vector t of the tile's plane (march_unit's layout),
+        // `held` of them in the grid: the groups among them whole (what
+        // march_group_inside says of them) as one leaf, the others' vectors
+        // one by one.
+        const std::int64_t y0 = (blockIdx.x % m.tiles) * m.lines;
+        const int held = static_cast<int>(std::min<std::int64_t>(m.lines, A.g - y0)) * m.per_line;
+        const int t = static_cast<int>(threadIdx.x);
+        if (!grouped || t >= held) return;
+        const std::int64_t vector = (z * A.g * A.g + y0 * A.g) / V + t;
+        const int offset = static_cast<int>(vector % kMarchGroup), start = t - offset;
+        const search_sums<T>* leaves = plane_leaves[z & 1];
+        if (start < 0 || start + kMarchGroup > held) {
+          s.search_leaves[vector] = leaves[t];
+        } else if (offset == 0) {
+          search_sums<T> values[kMarchGroup];
+#pragma unroll
+          for (int k = 0; k < kMarchGroup; ++k) values[k] = leaves[t + k];
+          s.search_groups[vector / kMarchGroup] = group_tree(values, kMarchGroup, kMarchGroup, detail::add_sums{});
+        }
+      });
 }
 
 /// Blocks of cg_search_sums_kernel: a chunk a warp where chunks have at
-/// least kV passes (warp_leaves_tree), else a chunk a block.
+/// least kV passes (the march's group leaves), else a chunk a block.
 template <class T>
 constexpr std::int64_t search_sums_blocks(std::int64_t chunks, int passes) {
   return passes >= kV<T> ? (chunks + kWarps - 1) / kWarps : chunks;
 }
 
-/// Graph mode, after cg_march_kernel: p·Ap from the vectors' leaves it
-/// stored, the last block reducing (after_search): the search phase's tree
-/// over the same leaves, so its bits. Chunks of at least kV passes a warp
-/// each (warp_leaves_tree; a last chunk that is not full by the whole block
-/// that holds it), fewer passes a block each. Does nothing unless the control
-/// block says the search is next. Pre: launched with search_sums_blocks<T>
-/// blocks of kThreads threads.
+/// Graph mode, after cg_march_kernel (tiles of `lines` grid lines): p·Ap
+/// from the leaves it stored, the last block reducing (after_search): the
+/// search phase's tree over the same vectors, so its bits. Chunks of at
+/// least kV passes a warp each, from the groups' leaves (s.search_groups,
+/// its vectors' leaves for a group march_group_inside does not hold), 8
+/// chunks a block; fewer passes a block each, from the vectors' leaves.
+/// Does nothing unless the control block says the search is next. Pre:
+/// launched with search_sums_blocks<T> blocks of kThreads threads; Op a
+/// stencil.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_search_sums_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
-                          bool sets_handle);
+                          bool sets_handle, int lines);
 
 /// Graph mode, the end: zero x when b = 0, write *result.
 template <class T>
@@ -750,41 +789,45 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
 
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
-    cg_search_sums_kernel(const Op, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
-                          bool sets_handle) {
+    cg_search_sums_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
+                          bool sets_handle, int lines) {
   constexpr int V = kV<T>;
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
   if (!graph_phase_begins<cg_phase::search, false>(control, s, handle, sets_handle)) return;
-  // The chunks' vectors' leaves, which the march stored (p·Ap of kV rows
-  // each, folded left to right: the tree's vector), through chunk_tree's
-  // vector leaf: the same tree over them, a leaf read for kV rows.
-  const auto vector_leaf = [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); };
-  const auto leaf = [&](std::int64_t i, int) {
-    // Rows of a last chunk that is not full, one at a time: the first row of
-    // a vector gives its leaf, the others −0, which the fold adds without
-    // changing a bit (n is a multiple of kV under the march).
-    return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)};
-  };
+  const std::int64_t vectors = v.n / V;  // n is a multiple of kV under the march
   if (s.passes >= V) {
-    // Block b: chunks 8b .. 8b + 7, a warp each, and their balanced tree (an
-    // aligned subtree of the root's tree) as partial b; the last block to
-    // arrive takes the root over the blocks' partials: the same tree as over
-    // the chunks', with an eighth of the values to read.
-    const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
-    const std::int64_t full = v.n / chunk_rows;  // chunks whose rows are all below n
-    const int warp = static_cast<int>(threadIdx.x / 32);
+    // Block b: chunks 8b .. 8b + 7, a warp each. A chunk's vectors, in
+    // aligned groups of kMarchGroup: lane l takes `per_lane` consecutive
+    // groups; each group's leaf is the march's where it stored one, else the
+    // balanced tree over its vectors' leaves (those in the grid: a prefix);
+    // then the lane's groups by the balanced tree and the 32 lanes' values by
+    // the shuffle tree: chunk_tree's balanced tree over the chunk's vectors,
+    // an empty suffix skipped (the last chunk). The chunks' balanced tree (an
+    // aligned subtree of the root's tree) is block b's partial.
+    constexpr int kMaxGroupsPerLane = 32 / V;  // passes <= 32
+    const std::int64_t chunk_vectors = static_cast<std::int64_t>(kThreads) * s.passes / V;
+    const int per_lane = static_cast<int>(chunk_vectors / kMarchGroup / 32);  // a power of two >= 1
+    const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x & 31);
     const std::int64_t c = static_cast<std::int64_t>(blockIdx.x) * kWarps + warp;
     __shared__ search_sums<T> chunk_values[kWarps];
-    if (c < full) {
-      const auto value = warp_leaves_tree(s.search_leaves + c * (chunk_rows / V), static_cast<int>(chunk_rows / V / 32),
-                                          detail::add_sums{});
-      if ((threadIdx.x & 31) == 0) chunk_values[warp] = value;
-    }
-    if (full < s.chunks && full / kWarps == blockIdx.x) {  // block-uniform: the last chunk, not full, by the block
-      const auto value = chunk_tree<V, search_sums<T>>(full * chunk_rows, s.passes, v.n, no_rows{}, leaf,
-                                                       detail::add_sums{}, sh.storage.search, vector_leaf);
-      if (threadIdx.x == 0) chunk_values[full % kWarps] = value.value;
+    if (c < s.chunks) {  // warp-uniform
+      const std::int64_t first_group = c * chunk_vectors / kMarchGroup + static_cast<std::int64_t>(lane) * per_lane;
+      // This lane's groups with a vector in the grid (a prefix of its per_lane).
+      const std::int64_t in_grid = (vectors + kMarchGroup - 1) / kMarchGroup - first_group;
+      const int present = static_cast<int>(std::clamp<std::int64_t>(in_grid, 0, per_lane));
+      const auto group_leaf = [&](int k) {
+        const std::int64_t first = (first_group + k) * kMarchGroup;
+        if (march_group_inside<T>(first, A.g, lines, vectors)) return load_cg(s.search_groups + first / kMarchGroup);
+        const int count = static_cast<int>(std::min<std::int64_t>(kMarchGroup, vectors - first));
+        return prefix_tree<kMarchGroup, search_sums<T>>(
+            count, [&](int j) { return load_cg(s.search_leaves + first + j); }, detail::add_sums{});
+      };
+      const search_sums<T> mine = prefix_tree<kMaxGroupsPerLane, search_sums<T>>(present, group_leaf, detail::add_sums{});
+      const search_sums<T> value = warp_lanes_tree(mine, 32, detail::add_sums{}, [&](int l) {
+        return (c * chunk_vectors / kMarchGroup + static_cast<std::int64_t>(l) * per_lane) * kMarchGroup < vectors;
+      });
+      if (lane == 0) chunk_values[warp] = value;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -796,7 +839,14 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, gridDim.x);
     return;
   }
-  chunk_phase(blockIdx.x, s, v.n, s.search_partials, no_rows{}, leaf, sh.storage.search, vector_leaf);
+  // The chunk's vectors' leaves, through chunk_tree's vector leaf: the same
+  // tree over them, a leaf read for kV rows. Rows of a last chunk that is not
+  // full, one at a time: the first row of a vector gives its leaf, the others
+  // −0, which the fold adds without changing a bit.
+  chunk_phase(
+      blockIdx.x, s, v.n, s.search_partials, no_rows{},
+      [&](std::int64_t i, int) { return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)}; },
+      sh.storage.search, [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); });
   if (!last_to_arrive(s.arrivals, gridDim.x)) return;
   graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, s.chunks);
 }

@@ -14,11 +14,14 @@
 // memory while the previous one is being summed; its three lines around the
 // thread's rows finish the rows behind (their lines 6–8), continue the rows
 // at the plane (3–5) and start the rows ahead (0–2): every row's nine lines
-// in add_line's order, so lines_row's bits. The products, the new directions
-// and each vector's tree leaf (p·Ap of its kV rows) are stored; p·Ap is then
-// reduced by its own kernel (cg_search_sums_kernel: the chunks' usual tree
-// over those leaves), so the bits of the solve do not change. On the H100 at
-// g = 200 (f32) this took the graph mode's iteration from 237 to 208 µs.
+// in add_line's order, so lines_row's bits. The products and the new
+// directions are stored, and p·Ap's leaves: each aligned group of kMarchGroup
+// vectors inside a tile's plane as one (the balanced tree over its vectors'
+// p·Ap of kV rows each: a subtree of the chunks' tree), the vectors of the
+// groups that straddle a tile's edge one by one; p·Ap is then reduced by its
+// own kernel (cg_search_sums_kernel: the chunks' usual tree over those
+// leaves), so the bits of the solve do not change. On the H100 at g = 200
+// (f32) the march took the graph mode's iteration from 237 to 208 µs.
 //
 // The persistent kernel does not march: a version of it that did (a tile's
 // plane one chunk, reduced by its block) was slower at g = 128 (59 → 65 µs),
@@ -47,6 +50,25 @@ struct march_shape {
   std::int64_t planes = 0;
   std::int64_t blocks = 0;
 };
+
+/// Vectors of an aligned group whose p·Ap the march stores as one leaf where
+/// the group lies inside one tile's plane (march_group_inside): the balanced
+/// tree over them, a subtree of every chunk's tree (a chunk holds a multiple
+/// of kMarchGroup vectors, and the tree over its vectors is balanced).
+inline constexpr int kMarchGroup = 8;
+
+/// Whether the aligned group of kMarchGroup vectors from vector `first` (a
+/// multiple of kMarchGroup; vectors of kV<T> rows, `vectors` of them in the
+/// grid) lies inside the grid and inside one plane of one march tile of
+/// `lines` grid lines: then one march block's threads hold the whole group.
+template <class T>
+__host__ __device__ __forceinline__ bool march_group_inside(std::int64_t first, std::int64_t g, int lines,
+                                                            std::int64_t vectors) {
+  const std::int64_t last = first + kMarchGroup - 1;
+  if (last >= vectors) return false;
+  const std::int64_t plane = g * g, r0 = first * kV<T>, r1 = last * kV<T>;
+  return r0 / plane == r1 / plane && (r0 % plane) / g / lines == (r1 % plane) / g / lines;
+}
 
 /// The most staging vectors a thread holds while the plane before is summed.
 inline constexpr int kMarchStageRounds = 2;
@@ -94,16 +116,20 @@ constexpr std::size_t march_bytes(std::int64_t g, const march_shape& m) {
 /// phases::direction_at computes it: the update stores no z) of its rows.
 /// After each plane of rows is summed, every thread whose rows are inside
 /// the grid calls emit(i0, own, products): own and products its kV rows'
-/// new directions and Ap, rows i0 .. i0 + kV − 1. r and p are read through
+/// new directions and Ap, rows i0 .. i0 + kV − 1; then, once the block has
+/// synchronised after those calls for plane z, every thread calls
+/// after_plane(z) (planes z0 .. z1 − 1 in turn, two planes' emits apart:
+/// what emit wrote for plane z to one of two buffers, after_plane(z) may
+/// read until after_plane(z + 1) returns). r and p are read through
 /// the read-only path (the graph mode's kernels do not change them while
 /// they run). Pre: the whole block calls it; marches<T>(A); m from
 /// make_march_shape<T>; the block's dynamic shared memory holds
 /// march_bytes<T>(g, m); `control` says the search is next. Post: the
 /// block is synchronised.
-template <class T, class Value, class Emit>
+template <class T, class Value, class Emit, class AfterPlane>
 __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, const detail::cg_vectors<T>& v,
                                            const detail::cg_control<T>& control, const march_shape& m,
-                                           std::int64_t unit, const Emit& emit) {
+                                           std::int64_t unit, const Emit& emit, const AfterPlane& after_plane) {
   constexpr int V = kV<T>;
   using vec = device::vector_of<T, V>;
   const std::int64_t g = A.g;
@@ -209,6 +235,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
     at = ahead;
     if (P < z1) stage_stores(planes + (buffer ^ 1) * stride);
     __syncthreads();
+    if (P - 1 >= z0) after_plane(P - 1);
   }
 }
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cuda/std/bit>
 #include <type_traits>
 
 #include "tally/core/tree.hpp"
@@ -190,89 +189,58 @@ __device__ tree::maybe<S> chunk_tree(std::int64_t first, int passes, std::int64_
   return device::block_combine_warps<kThreads>(warp_value, op, storage);
 }
 
-/// The 32-bit words of an S (warp_leaves_tree's loads).
-template <class S>
-struct lane_words {
-  unsigned w[sizeof(S) / 4];
-};
-
-/// The balanced tree over values[0, 32·per_lane) (a full chunk's vector
-/// leaves, in order), computed by one warp, in lane 0: lane l folds the
-/// aligned run [l·per_lane, (l + 1)·per_lane) by the balanced tree in its
-/// registers, kLaneGroup values at a time (each group an aligned subtree,
-/// loaded with 16-byte loads before any is combined), then its groups by the
-/// balanced tree, and the lanes' 32 values by the shuffle tree. chunk_tree's
-/// vector path builds the same balanced tree over the chunk's vectors with
-/// 32-lane shuffle trees, one run of 32 vectors after another: the same
-/// combines, so the same bits, with one round trip to L2 a group instead of
-/// one a run. Pre: the whole warp calls it; per_lane a power of two, 8 <=
-/// per_lane <= kLaneGroup·kMaxLaneGroups; values 16-byte aligned; S a
-/// struct of 32-bit words.
-template <class S, class Op>
-__device__ __forceinline__ S warp_leaves_tree(const S* values, int per_lane, const Op& op) {
-  static_assert(sizeof(S) % 4 == 0, "warp_leaves_tree moves 32-bit words");
-  constexpr int kLaneGroup = 128 / static_cast<int>(sizeof(S));  // 32 floats or 16 doubles: 32 registers
-  constexpr int kMaxLaneGroups = 8;
-  constexpr int kWordsPerValue = static_cast<int>(sizeof(S)) / 4;
-  constexpr int kWords = kLaneGroup * kWordsPerValue;
-  const int lane = threadIdx.x & 31;
-  const int size = per_lane < kLaneGroup ? per_lane : kLaneGroup;  // values a group
-  const int groups = per_lane / size;
-  const S* mine = values + static_cast<std::int64_t>(lane) * per_lane;
-  S folded[kMaxLaneGroups];
-#pragma unroll 1
-  for (int group = 0; group < groups; ++group) {
-    // 16-byte loads, then each value from its words (compile-time indices: registers).
-    unsigned words[kWords];
-    const uint4* from = reinterpret_cast<const uint4*>(mine + group * size);
-    const int quads = size * static_cast<int>(sizeof(S)) / 16;
+/// The balanced tree over values[0, present) in slots of a group of `group`
+/// (a power of two <= N; present <= group, the values a prefix): an aligned
+/// subtree of the root's tree when each value is one of a chunk (or of an
+/// aligned group of vectors), combined in values[0] and returned. Unrolled
+/// over N, so that a local array stays in registers. Used by one thread.
+template <int N, class S, class Op>
+__device__ __forceinline__ S group_tree(S (&values)[N], int group, int present, const Op& op) {
 #pragma unroll
-    for (int q = 0; q < kWords / 4; ++q) {
-      if (q < quads) {
-        const uint4 u = __ldcg(from + q);
-        words[4 * q] = u.x;
-        words[4 * q + 1] = u.y;
-        words[4 * q + 2] = u.z;
-        words[4 * q + 3] = u.w;
-      }
-    }
-    S items[kLaneGroup];
+  for (int width = 1; width < N; width <<= 1) {
 #pragma unroll
-    for (int k = 0; k < kLaneGroup; ++k) {
-      lane_words<S> w;
-#pragma unroll
-      for (int j = 0; j < kWordsPerValue; ++j) w.w[j] = words[k * kWordsPerValue + j];
-      items[k] = cuda::std::bit_cast<S>(w);
-    }
-    // Level by level: items[k] becomes the subtree of 2·width values from k.
-#pragma unroll
-    for (int width = 1; width < kLaneGroup; width <<= 1) {
-#pragma unroll
-      for (int k = 0; k + width < kLaneGroup; k += 2 * width)
-        if (k + width < size) items[k] = op(items[k], items[k + width]);
-    }
-#pragma unroll
-    for (int k = 0; k < kMaxLaneGroups; ++k)
-      if (k == group) folded[k] = items[0];
+    for (int k = 0; k + width < N; k += 2 * width)
+      if (width < group && k + width < present) values[k] = op(values[k], values[k + width]);
   }
-#pragma unroll
-  for (int width = 1; width < kMaxLaneGroups; width <<= 1) {
-#pragma unroll
-    for (int k = 0; k + width < kMaxLaneGroups; k += 2 * width)
-      if (k + width < groups) folded[k] = op(folded[k], folded[k + width]);
-  }
-  return warp_lanes_tree(folded[0], 32, op);
+  return values[0];
 }
 
-/// The balanced tree over values[0, present) in slots of a group of `group`
-/// (a power of two; present <= group, the values a prefix): an aligned
-/// subtree of the root's tree when each value is one of a chunk, combined in
-/// values[0] and returned. Used by one thread.
-template <class S, class Op>
-__device__ __forceinline__ S group_tree(S* values, int group, int present, const Op& op) {
-  for (int width = 1; width < group; width <<= 1)
-    for (int k = 0; k + width < present; k += 2 * width) values[k] = op(values[k], values[k + width]);
-  return values[0];
+/// The balanced tree over value(0) .. value(present − 1) in a run of N slots
+/// (N a power of two; present <= N, the values a prefix, the rest skipped as
+/// the maybe<> tree skips empty subtrees): group_tree's result, computed as
+/// the values arrive through a binary counter of log2(N) + 1 partial
+/// subtrees, so that a thread holds those rather than N values. Used by one
+/// thread; value(k) is called for k < present only, in order.
+template <int N, class S, class Value, class Op>
+__device__ __forceinline__ S prefix_tree(int present, const Value& value, const Op& op) {
+  constexpr int kLevels = __builtin_ctz(N) + 1;
+  S level[kLevels];
+#pragma unroll
+  for (int k = 0; k < N; ++k) {
+    if (k < present) {
+      S carry = value(k);
+#pragma unroll
+      for (int h = 0; h < kLevels; ++h) {  // k's trailing ones: the subtrees this one completes
+        if ((k >> h) & 1) {
+          carry = op(level[h], carry);
+        } else {
+          level[h] = carry;
+          break;
+        }
+      }
+    }
+  }
+  // The pending subtrees of `present`, the smaller on the right.
+  S root{};
+  bool any = false;
+#pragma unroll
+  for (int h = 0; h < kLevels; ++h) {
+    if ((present >> h) & 1) {
+      root = any ? op(level[h], root) : level[h];
+      any = true;
+    }
+  }
+  return root;
 }
 
 /// The tree's root (in thread 0) over values[0, count) (each an aligned
