@@ -163,7 +163,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
     return advance && t < units && P >= z0 && P < z1 && line >= y0 && line < y0 + m.lines && line < g;
   };
   auto x_at = [&](int t, std::int64_t P) { return v.x + (t % m.per_line) * V + g * (y0 - 1 + t / m.per_line + g * P); };
-  vec held_r[kMarchStageRounds], held_p[kMarchStageRounds], held_x[kMarchStageRounds];
+  vec held_r[kMarchStageRounds], held_p[kMarchStageRounds];
   auto stage_loads = [&](std::int64_t P) {
 #pragma unroll
     for (int r = 0; r < kMarchStageRounds; ++r) {
@@ -177,9 +177,9 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
 #pragma unroll
         for (int e = 0; e < V; ++e) held_r[r].v[e] = held_p[r].v[e] = T(0);
       }
-      if (advances(t, P))  // plain loads: this kernel writes x
-        held_x[r] = x_aligned ? device::load_vector<T, V, true, false>(x_at(t, P))
-                              : device::load_vector<T, V, false, false>(x_at(t, P));
+      // x is read when the plane is stored (holding it here spilled the
+      // march's registers): fetched into L2 now, so that read waits less.
+      if (advances(t, P)) asm volatile("prefetch.global.L2 [%0];" ::"l"(x_at(t, P)));
     }
   };
   auto stage_stores = [&](T* plane, std::int64_t P) {
@@ -193,10 +193,11 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
           w.v[e] = detail::stencil_direction_value(dinv, held_r[r].v[e], held_p[r].v[e], beta);
         device::store_vector<T, V, true>(plane + (t / m.per_line) * g + (t % m.per_line) * V, w);
       }
-      if (advances(t, P)) {
-        vec x;
+      if (advances(t, P)) {  // plain loads: this kernel writes x
+        vec x = x_aligned ? device::load_vector<T, V, true, false>(x_at(t, P))
+                          : device::load_vector<T, V, false, false>(x_at(t, P));
 #pragma unroll
-        for (int e = 0; e < V; ++e) x.v[e] = detail::advanced_x(held_x[r].v[e], held_p[r].v[e], alpha);
+        for (int e = 0; e < V; ++e) x.v[e] = detail::advanced_x(x.v[e], held_p[r].v[e], alpha);
         if (x_aligned) device::store_vector<T, V, true>(x_at(t, P), x);
         else device::store_vector<T, V, false>(x_at(t, P), x);
       }
