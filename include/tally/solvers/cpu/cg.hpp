@@ -122,7 +122,7 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
 
   auto true_residual = [&] {
     control.after_true_residual(detail::reduce_rows<V, detail::residual_sums<T>>(
-        n, threads, [&](std::int64_t i) { return detail::true_residual_row(A, v, i, fresh); }));
+        n, threads, [&](std::int64_t i) { return detail::true_residual_row(A, v, i, [&](std::int64_t j) { return x[j]; }); }));
   };
   while (control.next != detail::cg_phase::done) {
     switch (control.next) {

@@ -453,8 +453,11 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
   const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
   const cudaGraphConditionalHandle none{};
   const std::size_t shared = kStagingBytes<Op>;
+  // Where the search marches, x lags one search behind (cg_control::lag_x).
+  cg_control<T> initial = initial_control<T>(A, o);
+  initial.lag_x = graph_marches<T>(A, o);
   const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
-                                                shared, A, l.vectors, initial_control<T>(A, o), l.scratch);
+                                                shared, A, l.vectors, initial, l.scratch);
   cudaGraphNode_t loop{};
   if (looped == cg_mode::graph) {
     // The loop is always entered (the body's kernels do nothing when the

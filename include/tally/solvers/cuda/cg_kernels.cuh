@@ -303,9 +303,10 @@ struct phases {
   __device__ update_sums<T> update(const A&, std::int64_t i) const {
     const T* p = v.direction(control.searches);
     if constexpr (is_stencil<A>) {
-      T x = v.x[i], r = v.r[i], z;
-      const update_sums<T> sums = detail::update_values(x, r, z, p[i], v.ap[i], control.constant_dinv, control.alpha);
-      v.x[i] = x;
+      T r = v.r[i], z;
+      const update_sums<T> sums =
+          detail::update_residual_values(r, z, v.ap[i], control.constant_dinv, control.alpha);
+      if (!control.lag_x) v.x[i] = detail::advanced_x(v.x[i], p[i], control.alpha);  // else the next search's
       v.r[i] = r;
       return sums;
     } else {
@@ -316,17 +317,14 @@ struct phases {
   /// their leaves folded in row order; vectors moved whole (x too when the
   /// caller's x is aligned). A stencil's diagonal is one constant, and so is
   /// M⁻¹: not read from dinv (the value the set-up stored there, so the same
-  /// bits), and z not stored (see direction_at): 24 bytes a row, not 32.
+  /// bits), and z not stored (see direction_at): 24 bytes a row, not 32; 12
+  /// where x lags (control.lag_x: the next search adds α·p to it).
   template <class A>
   __device__ update_sums<T> update_vector(const A&, std::int64_t i0) const {
     constexpr int V = kV<T>;
     // Plain loads throughout: x and r are rewritten in this kernel, and in the
     // persistent one p and Ap were written by other blocks (see fresh_read).
-    const bool x_aligned = device::vector_aligned<T, V>(v.x);
-    auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
-                       : device::load_vector<T, V, false, false>(v.x + i0);
     auto r = device::load_vector<T, V, true, false>(v.r + i0);
-    const auto p = device::load_vector<T, V, true, false>(v.direction(control.searches) + i0);
     const auto ap = device::load_vector<T, V, true, false>(v.ap + i0);
     device::vector_of<T, V> dinv;
     if constexpr (is_stencil<A>) {
@@ -335,20 +333,37 @@ struct phases {
     } else {
       dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
     }
+    if (!is_stencil<A> || !control.lag_x) {  // block-uniform
+      const bool x_aligned = device::vector_aligned<T, V>(v.x);
+      auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
+                         : device::load_vector<T, V, false, false>(v.x + i0);
+      const auto p = device::load_vector<T, V, true, false>(v.direction(control.searches) + i0);
+#pragma unroll
+      for (int k = 0; k < V; ++k) x.v[k] = detail::advanced_x(x.v[k], p.v[k], control.alpha);
+      if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
+      else device::store_vector<T, V, false>(v.x + i0, x);
+    }
     device::vector_of<T, V> z;
-    update_sums<T> acc = detail::update_values(x.v[0], r.v[0], z.v[0], p.v[0], ap.v[0], dinv.v[0], control.alpha);
+    update_sums<T> acc = detail::update_residual_values(r.v[0], z.v[0], ap.v[0], dinv.v[0], control.alpha);
 #pragma unroll
     for (int k = 1; k < V; ++k)
-      acc = acc + detail::update_values(x.v[k], r.v[k], z.v[k], p.v[k], ap.v[k], dinv.v[k], control.alpha);
-    if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
-    else device::store_vector<T, V, false>(v.x + i0, x);
+      acc = acc + detail::update_residual_values(r.v[k], z.v[k], ap.v[k], dinv.v[k], control.alpha);
     device::store_vector<T, V, true>(v.r + i0, r);
     if constexpr (!is_stencil<A>) device::store_vector<T, V, true>(v.z + i0, z);  // a stencil's search recomputes it
     return acc;
   }
+  /// The true residual of row i, of the current x: where x lags
+  /// (control.x_behind) each x_j is advanced as the next search will
+  /// advance it, so the same bits as an x brought up to date first.
   template <class A>
   __device__ residual_sums<T> true_residual(const A& a, std::int64_t i) const {
-    return detail::true_residual_row(a, v, i, fresh_read<Persistent>{});
+    const fresh_read<Persistent> fresh;
+    if (control.x_behind) {
+      const T* p = v.direction(control.searches);
+      return detail::true_residual_row(
+          a, v, i, [&](std::int64_t j) { return detail::advanced_x(fresh(v.x + j), fresh(p + j), control.alpha); });
+    }
+    return detail::true_residual_row(a, v, i, [&](std::int64_t j) { return fresh(v.x + j); });
   }
   // Pipelined CG.
   template <class A>
@@ -704,14 +719,17 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_search_sums_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s, cudaGraphConditionalHandle handle,
                           bool sets_handle, int lines);
 
-/// Graph mode, the end: zero x when b = 0, write *result.
+/// Graph mode, the end: zero x when b = 0, else add the α·p x still lacks
+/// where it lags (control.x_behind); write *result.
 template <class T>
 __global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, cg_device_result* result) {
   const cg_control<T>& control = *s.control;
-  if (control.status == cg_status::converged && control.bnorm == 0) {
+  const bool zero = control.status == cg_status::converged && control.bnorm == 0;
+  if (zero || control.x_behind) {
+    const T* p = v.direction(control.searches);
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < v.n;
          i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-      v.x[i] = T(0);
+      v.x[i] = zero ? T(0) : detail::advanced_x(v.x[i], p[i], control.alpha);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0)
     *result = {control.iterations, static_cast<int>(control.status), control.relative_residual(), control.bnorm};

@@ -120,7 +120,9 @@ constexpr std::size_t march_bytes(std::int64_t g, const march_shape& m) {
 /// synchronised after those calls for plane z, every thread calls
 /// after_plane(z) (planes z0 .. z1 − 1 in turn, two planes' emits apart:
 /// what emit wrote for plane z to one of two buffers, after_plane(z) may
-/// read until after_plane(z + 1) returns). r and p are read through
+/// read until after_plane(z + 1) returns). Where control.x_behind, x of
+/// the block's rows also gets the α·p it lacks (the old p, which the march
+/// reads anyway; see cg_control::lag_x). r and p are read through
 /// the read-only path (the graph mode's kernels do not change them while
 /// they run). Pre: the whole block calls it; marches<T>(A); m from
 /// make_march_shape<T>; the block's dynamic shared memory holds
@@ -149,7 +151,18 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
   const bool y_low = y > 0, y_high = y + 1 < g;
 
   // Staging of plane P: the tile's lines and one either side, a vector a unit.
+  // Where x lags (control.x_behind: cg_control::lag_x), the units of the
+  // block's own rows (the tile's lines in the slab's planes) also bring x up
+  // to date with the old p they stage: x += α·p, as the update would have.
   const int units = (m.lines + 2) * m.per_line;
+  const bool advance = control.x_behind;
+  const bool x_aligned = device::vector_aligned<T, V>(v.x);
+  const T alpha = control.alpha;
+  auto advances = [&](int t, std::int64_t P) {  // unit t of plane P is the block's own
+    const std::int64_t line = y0 - 1 + t / m.per_line;
+    return advance && t < units && P >= z0 && P < z1 && line >= y0 && line < y0 + m.lines && line < g;
+  };
+  auto x_at = [&](int t, std::int64_t P) { return v.x + (t % m.per_line) * V + g * (y0 - 1 + t / m.per_line + g * P); };
   vec held_r[kMarchStageRounds], held_p[kMarchStageRounds];
   auto stage_loads = [&](std::int64_t P) {
 #pragma unroll
@@ -164,9 +177,12 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
 #pragma unroll
         for (int e = 0; e < V; ++e) held_r[r].v[e] = held_p[r].v[e] = T(0);
       }
+      // x is read when the plane is stored (holding it here spilled the
+      // march's registers): fetched into L2 now, so that read waits less.
+      if (advances(t, P)) asm volatile("prefetch.global.L2 [%0];" ::"l"(x_at(t, P)));
     }
   };
-  auto stage_stores = [&](T* plane) {
+  auto stage_stores = [&](T* plane, std::int64_t P) {
 #pragma unroll
     for (int r = 0; r < kMarchStageRounds; ++r) {
       const int t = static_cast<int>(threadIdx.x) + r * kThreads;
@@ -176,6 +192,14 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
         for (int e = 0; e < V; ++e)
           w.v[e] = detail::stencil_direction_value(dinv, held_r[r].v[e], held_p[r].v[e], beta);
         device::store_vector<T, V, true>(plane + (t / m.per_line) * g + (t % m.per_line) * V, w);
+      }
+      if (advances(t, P)) {  // plain loads: this kernel writes x
+        vec x = x_aligned ? device::load_vector<T, V, true, false>(x_at(t, P))
+                          : device::load_vector<T, V, false, false>(x_at(t, P));
+#pragma unroll
+        for (int e = 0; e < V; ++e) x.v[e] = detail::advanced_x(x.v[e], held_p[r].v[e], alpha);
+        if (x_aligned) device::store_vector<T, V, true>(x_at(t, P), x);
+        else device::store_vector<T, V, false>(x_at(t, P), x);
       }
     }
   };
@@ -216,7 +240,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
   // Steps: plane P = z0 − 1 .. z1, staged in buffer (P − z0 + 1) & 1.
   __syncthreads();  // no thread still reads the memory (a previous unit's last plane)
   stage_loads(z0 - 1);
-  stage_stores(planes);
+  stage_stores(planes, z0 - 1);
   __syncthreads();
   for (std::int64_t P = z0 - 1; P <= z1; ++P) {
     const int buffer = static_cast<int>((P - z0 + 1) & 1);
@@ -233,7 +257,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
     behind = at;
     own_behind = own_at;
     at = ahead;
-    if (P < z1) stage_stores(planes + (buffer ^ 1) * stride);
+    if (P < z1) stage_stores(planes + (buffer ^ 1) * stride, P + 1);
     __syncthreads();
     if (P - 1 >= z0) after_plane(P - 1);
   }

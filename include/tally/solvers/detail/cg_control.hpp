@@ -113,6 +113,10 @@ struct cg_control {
   /// stores in dinv), which the GPU's standard CG uses in place of stored z
   /// (z = M⁻¹·r); 0 otherwise (the CPU backend and matrices).
   T constant_dinv = 0;
+  /// The GPU's graph mode where a stencil's search marches (cg_stencil_march.cuh):
+  /// the update leaves x alone and the next search, which reads the same p
+  /// anyway, adds α·p to x (one read of p an iteration fewer); false otherwise.
+  bool lag_x = false;
   // State.
   double bnorm = 0, true_threshold = 0, true_rr = 0;
   T threshold = 0;          ///< (max(rtol·‖b‖, atol))² in T
@@ -122,6 +126,9 @@ struct cg_control {
   cg_status status = cg_status::running;
   cg_phase next = cg_phase::search;
   bool true_current = true;  ///< true_rr is that of the current x
+  /// lag_x only: x still lacks α·p of the last search (p = direction(searches)
+  /// in cg_vectors, α = alpha); whoever reads x adds it, with the update's rounding.
+  bool x_behind = false;
   // Pipelined CG (Ghysels–Vanroose) only.
   bool first = true;  ///< the next gather starts a recurrence (β = 0)
   T gamma = 0, gamma_previous = 0, alpha_previous = 0;
@@ -171,6 +178,7 @@ struct cg_control {
   /// After the search phase (p = z + β·p, Ap, p·Ap). Pre: next == search.
   TALLY_HD void after_search(const search_sums<T>& s) {
     ++searches;
+    x_behind = false;  // the search brought x up to date (lag_x)
     if (!(s.pap > T(0))) {  // also NaN
       status = finite(s.pap) ? cg_status::breakdown : cg_status::non_finite;
       next = cg_phase::done;
@@ -180,11 +188,12 @@ struct cg_control {
     next = cg_phase::update;
   }
 
-  /// After the update phase (x += αp, r −= αAp, z = M·r, r·r, r·z).
+  /// After the update phase (x += αp unless lag_x, r −= αAp, z = M·r, r·r, r·z).
   /// The history (if any) gets ‖r‖/‖b‖ at [iterations].
   TALLY_HD void after_update(const update_sums<T>& s) {
     ++iterations;
     true_current = false;
+    x_behind = lag_x;
     rr = s.rr;
     rz_previous = rz;
     rz = s.rz;

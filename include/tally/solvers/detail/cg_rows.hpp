@@ -49,10 +49,10 @@ TALLY_HD_INLINE T inverse_diagonal(T d) {
   return (d > T(0) && finite(d)) ? divide(T(1), d) : std::numeric_limits<T>::quiet_NaN();
 }
 
-/// r = b − A·x with rows accumulated in double; r_i rounded to T.
-template <class T, class Op, class Fresh>
-TALLY_HD_INLINE double residual_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, const Fresh& fresh) {
-  const double ax = A.template row_product<double>(i, [&](std::int64_t j) { return static_cast<double>(fresh(v.x + j)); });
+/// r = b − A·x with rows accumulated in double, x_j given by x_at(j).
+template <class T, class Op, class XAt>
+TALLY_HD_INLINE double residual_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, const XAt& x_at) {
+  const double ax = A.template row_product<double>(i, [&](std::int64_t j) { return static_cast<double>(x_at(j)); });
   return static_cast<double>(v.b[i]) - ax;
 }
 
@@ -61,7 +61,7 @@ template <class T, class Op, class Fresh>
 TALLY_HD_INLINE residual_sums<T> setup_row(const Op& A, const cg_vectors<T>& v, std::int64_t i, bool jacobi,
                                            const Fresh& fresh) {
   const T dinv = jacobi ? inverse_diagonal<T>(A.diagonal(i)) : T(1);
-  const double rd = residual_row(A, v, i, fresh);
+  const double rd = residual_row(A, v, i, [&](std::int64_t j) { return fresh(v.x + j); });
   const T r = static_cast<T>(rd);
   const T z = multiply_rounded(dinv, r);
   v.dinv[i] = dinv;
@@ -104,14 +104,27 @@ TALLY_HD_INLINE search_sums<T> search_row(const Op& A, const cg_vectors<T>& v, s
   return {multiply_rounded(p_i, ap)};
 }
 
+/// x + α·p as the update rounds it (x_{k+1} from x_k and the search's p).
+template <class T>
+TALLY_HD_INLINE T advanced_x(T x, T p, T alpha) {
+  return x + multiply_rounded(alpha, p);
+}
+
+/// The update's r −= α·Ap, z = M·r (r, z in place); returns the row's leaves
+/// r·r and r·z.
+template <class T>
+TALLY_HD_INLINE update_sums<T> update_residual_values(T& r, T& z, T ap, T dinv, T alpha) {
+  r = r - multiply_rounded(alpha, ap);
+  z = multiply_rounded(dinv, r);
+  return {multiply_rounded(r, r), multiply_rounded(r, z)};
+}
+
 /// One row's update from its values: x += α·p, r −= α·Ap, z = M·r
 /// (x, r, z updated in place); returns the row's leaves r·r and r·z.
 template <class T>
 TALLY_HD_INLINE update_sums<T> update_values(T& x, T& r, T& z, T p, T ap, T dinv, T alpha) {
-  x = x + multiply_rounded(alpha, p);
-  r = r - multiply_rounded(alpha, ap);
-  z = multiply_rounded(dinv, r);
-  return {multiply_rounded(r, r), multiply_rounded(r, z)};
+  x = advanced_x(x, p, alpha);
+  return update_residual_values(r, z, ap, dinv, alpha);
 }
 
 /// Update of row i (update_values); leaves r·r and r·z.
@@ -125,12 +138,12 @@ TALLY_HD_INLINE update_sums<T> update_row(const cg_vectors<T>& v, const T* p, st
   return sums;
 }
 
-/// True residual: r = b − A·x (double rows), z = M·r; leaves ‖b − A·x‖²
-/// (double), r·r, r·z.
-template <class T, class Op, class Fresh>
+/// True residual: r = b − A·x (double rows, x_j given by x_at(j)), z = M·r;
+/// leaves ‖b − A·x‖² (double), r·r, r·z.
+template <class T, class Op, class XAt>
 TALLY_HD_INLINE residual_sums<T> true_residual_row(const Op& A, const cg_vectors<T>& v, std::int64_t i,
-                                                   const Fresh& fresh) {
-  const double rd = residual_row(A, v, i, fresh);
+                                                   const XAt& x_at) {
+  const double rd = residual_row(A, v, i, x_at);
   const T r = static_cast<T>(rd);
   const T z = multiply_rounded(v.dinv[i], r);
   v.r[i] = r;
