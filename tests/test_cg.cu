@@ -78,6 +78,20 @@ TEST(CgGraphUpdateGroup, OneUpToTwoWavesElseTheSmallestThatFitsOneWave) {
   EXPECT_EQ(d::update_group(3, 1), 4);  // one slot: the group that leaves one block
 }
 
+// Where the graph mode's search marches, x lags one search behind only where
+// the iteration's five vectors do not fit in L2 (a host rule; the H100's 50 MB).
+TEST(CgGraphLagsX, WhereTheMarchsVectorsDoNotFitInL2) {
+  namespace d = tally::solvers::detail;
+  constexpr std::size_t l2 = 50u << 20;
+  EXPECT_FALSE(d::lags_x(true, 128 * 128 * 128, 4, l2));  // 42 MB
+  EXPECT_TRUE(d::lags_x(true, 156 * 156 * 156, 4, l2));   // 76 MB
+  EXPECT_TRUE(d::lags_x(true, 128 * 128 * 128, 8, l2));
+  EXPECT_FALSE(d::lags_x(true, 100 * 100 * 100, 8, l2));  // 40 MB
+  EXPECT_FALSE(d::lags_x(true, l2 / 20, 4, l2));          // exactly L2
+  EXPECT_TRUE(d::lags_x(true, l2 / 20 + 1, 4, l2));
+  EXPECT_FALSE(d::lags_x(false, 200 * 200 * 200, 4, l2));  // no march, no lag
+}
+
 TEST(CgPersistentPasses, HalvedOnceWhereThatShortensTheBusiestBlockByAnEighth) {
   namespace d = tally::solvers::detail;
   constexpr int sms = 132;

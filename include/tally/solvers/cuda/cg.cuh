@@ -154,6 +154,22 @@ bool graph_marches(const Op& A, const cg_options& o) {
   else return false;
 }
 
+/// Vectors an iteration of the graph mode's marching search moves (x, r, the
+/// two directions and Ap), against the L2 size: the measure of lags_x.
+inline constexpr std::int64_t kMarchVectors = 5;
+
+/// Whether x lags one search behind (cg_control::lag_x) in the graph mode of
+/// a solve whose search marches (`marches`), of n rows of `bytes`-byte
+/// values, on a device with `l2_bytes` of L2: where the iteration's vectors
+/// do not fit in L2, so that the read of p it saves is a DRAM read. H100
+/// (50 MB of L2), matrix-free, µs an iteration without / with the lag
+/// (h100-2026-11-27-cg-lag-x-pdl-probe.txt): f32 g = 200 160.4 / 156.8,
+/// g = 156 (76 MB of vectors) 89.2 / 84.2, g = 128 (42 MB) 52.4 / 55.2,
+/// g = 64 28.8 / 31.1; f64 g = 200 330.4 / 310.2.
+constexpr bool lags_x(bool marches, std::int64_t n, std::size_t bytes, std::size_t l2_bytes) {
+  return marches && static_cast<std::size_t>(n) * bytes * kMarchVectors > l2_bytes;
+}
+
 /// The solve's device memory from the workspace: control block, result,
 /// partials, the march's leaves where `leaves` (and its groups' leaves where
 /// the chunks have at least kV passes), and the vectors.
@@ -453,9 +469,10 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
   const unsigned grid = static_cast<unsigned>(l.scratch.chunks);
   const cudaGraphConditionalHandle none{};
   const std::size_t shared = kStagingBytes<Op>;
-  // Where the search marches, x lags one search behind (cg_control::lag_x).
+  // Where the search marches through vectors larger than L2, x lags one
+  // search behind (cg_control::lag_x).
   cg_control<T> initial = initial_control<T>(A, o);
-  initial.lag_x = graph_marches<T>(A, o);
+  initial.lag_x = lags_x(graph_marches<T>(A, o), l.vectors.n, sizeof(T), current_device_info().l2_bytes);
   const cudaGraphNode_t setup = add_kernel_node(graph, dependencies, count, kernels::cg_setup_kernel<T, Op>, grid,
                                                 shared, A, l.vectors, initial, l.scratch);
   cudaGraphNode_t loop{};
