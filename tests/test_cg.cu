@@ -78,6 +78,23 @@ TEST(CgGraphUpdateGroup, OneUpToTwoWavesElseTheSmallestThatFitsOneWave) {
   EXPECT_EQ(d::update_group(3, 1), 4);  // one slot: the group that leaves one block
 }
 
+// graph_unroll 0 is automatic: kAutomaticGraphUnroll iterations a body in the
+// graph mode, one in the replayed mode (whose bodies it counts).
+TEST(CgGraphUnroll, ZeroIsFourInTheGraphModeAndOneReplayed) {
+  namespace sv = tally::solvers;
+  sv::cg_options o;
+  EXPECT_EQ(o.graph_unroll, 0);
+  EXPECT_EQ(sv::detail::graph_unroll_in(o, sv::cg_mode::graph), sv::kAutomaticGraphUnroll);
+  EXPECT_EQ(sv::kAutomaticGraphUnroll, 4);
+  EXPECT_EQ(sv::detail::graph_unroll_in(o, sv::cg_mode::replayed), 1);
+  o.max_iterations = 10;
+  EXPECT_EQ(sv::detail::replayed_bodies(o), 10);
+  o.graph_unroll = 3;
+  EXPECT_EQ(sv::detail::graph_unroll_in(o, sv::cg_mode::graph), 3);
+  EXPECT_EQ(sv::detail::graph_unroll_in(o, sv::cg_mode::replayed), 3);
+  EXPECT_EQ(sv::detail::replayed_bodies(o), 4);
+}
+
 // Where the graph mode's search marches, x lags one search behind only where
 // the iteration's five vectors do not fit in L2 (a host rule; the H100's 50 MB).
 TEST(CgGraphLagsX, WhereTheMarchsVectorsDoNotFitInL2) {
@@ -558,10 +575,10 @@ TYPED_TEST(Cg, InvalidArgumentsAreRejected) {
   o = {};
   o.true_residual_interval = -1;
   expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.true_residual_interval", ">= 0"});
-  for (const int bad : {0, 65, -3}) {
+  for (const int bad : {65, -1, -3}) {
     o = {};
     o.graph_unroll = bad;
-    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.graph_unroll", "1..64"});
+    expect_invalid([&] { call(o, b.data(), x.data()); }, {"cg", "options.graph_unroll", "1..64, or 0 (automatic)"});
   }
   o = {};
   o.grid_blocks = -1;

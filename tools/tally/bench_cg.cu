@@ -217,10 +217,10 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
   for (const bool free : {false, true}) {
     if (free && !p.has_stencil()) continue;
     for (const variant v : {variant{"persistent", solvers::cg_mode::persistent, 1, false},
-                            variant{"graph", solvers::cg_mode::graph, 1, false},
+                            variant{"graph", solvers::cg_mode::graph, 0, false},
                             variant{"graph-unroll8", solvers::cg_mode::graph, 8, false},
                             variant{"replayed8", solvers::cg_mode::replayed, 8, false},
-                            variant{"pipelined", solvers::cg_mode::automatic, 1, true}}) {
+                            variant{"pipelined", solvers::cg_mode::automatic, 0, true}}) {
       solvers::cg_options o;
       o.rtol = s.rtol;
       o.max_iterations = s.max_iters;
@@ -253,7 +253,8 @@ void run_problem(const bench_cg_settings& s, const cg_problem<T>& p, bool gpu, b
       append(note);
       if (v.pipelined || ran != v.mode) append(std::string("ran ") + solvers::mode_name(ran));
       if (ran == solvers::cg_mode::replayed)  // its cost grows with the limit, not with the iterations run
-        append(std::to_string(solvers::detail::replayed_bodies(o)) + " bodies of " + std::to_string(v.unroll) +
+        append(std::to_string(solvers::detail::replayed_bodies(o)) + " bodies of " +
+               std::to_string(solvers::detail::graph_unroll_in(o, ran)) +
                " iterations for --max-iters " + std::to_string(o.max_iterations));
     }
   }

@@ -30,7 +30,7 @@ struct solve_cg_settings {
   std::string precision = "f32", precond = "jacobi", mode = "auto";
   double rtol = 1e-6;
   std::int64_t max_iters = 10000;
-  int grid_blocks = 0, graph_unroll = 1;
+  int grid_blocks = 0, graph_unroll = 0;
   bool matrix_free = false, cpu = false;
   double progress_every = 1.0;  ///< seconds between progress lines, the first after one interval
 };
@@ -224,10 +224,12 @@ void add_solve_cg(CLI::App& solve) {
       ->check(finite_number(false))
       ->capture_default_str();
   cmd->add_option("--graph-unroll", s->graph_unroll,
-                  "GPU graph and replayed modes: iterations a body (1..64); the replayed mode chains "
-                  "max-iters / graph-unroll bodies, at most " +
+                  "GPU graph and replayed modes: iterations a body (1..64; 0: " +
+                      std::to_string(solvers::kAutomaticGraphUnroll) +
+                      " in the graph mode, 1 replayed); the replayed mode chains max-iters / graph-unroll bodies, "
+                      "at most " +
                       std::to_string(solvers::kMaxReplayedBodies))
-      ->check(CLI::Range(1, 64))
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   cmd->add_flag("--matrix-free", s->matrix_free, "apply the Poisson stencil instead of a matrix (with --poisson27/7)");
   cmd->add_flag("--cpu", s->cpu, "run the CPU backend (OpenMP) instead of the GPU");

@@ -111,6 +111,12 @@ const char* describe(cg_status status);
 /// How to solve. Range: r·r and p·Ap are summed in the value type, so in f32
 /// ‖b‖ (and every residual norm) must stay below about 1.8e19 (see "Range"
 /// above); above it the result is non_finite with a note saying so.
+/// The graph mode's iterations a body where cg_options::graph_unroll is 0.
+/// H100, 27-point, matrix-free, f32, µs an iteration with 1 / 4 a body
+/// (bench/results/h100-2026-11-27-cg-graph-unroll4-probe.txt): g = 128 48.5 /
+/// 46.7, g = 156 89.9 / 83.8, g = 200 167.0 / 163.0; f64 g = 200 340.2 / 337.5.
+inline constexpr int kAutomaticGraphUnroll = 4;
+
 struct cg_options {
   cg_preconditioner preconditioner = cg_preconditioner::jacobi;
   double rtol = 1e-6;  ///< stop when ‖b − A·x‖ ≤ max(rtol·‖b‖, atol)
@@ -138,8 +144,10 @@ struct cg_options {
   int grid_blocks = 0;
   /// GPU graph and replayed modes: iterations per body of the device-side
   /// while loop, or per replayed body (each becomes a no-op once the solve has
-  /// finished). 1 .. 64.
-  int graph_unroll = 1;
+  /// finished). 1 .. 64, or 0: kAutomaticGraphUnroll in the graph mode (each
+  /// turn of the while loop costs a few µs; a body that runs past the last
+  /// iteration costs its no-op kernels), 1 in the replayed mode.
+  int graph_unroll = 0;
   /// Whether to check a CSR matrix's structure first (see cg_matrix_check).
   cg_matrix_check check_matrix = cg_matrix_check::automatic;
 };

@@ -389,12 +389,12 @@ cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* depend
   return node;
 }
 
-/// Adds one body of `o.graph_unroll` iterations' kernels to the empty graph
+/// Adds one body of `unroll` iterations' kernels to the empty graph
 /// `body`, in a chain; the last kernel sets `handle` (the while node's
 /// condition) when `sets_handle`. Each kernel does nothing once the solve has
 /// finished.
 template <class T, class Op>
-void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gpu_cg_layout<T>& l,
+void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unroll, const gpu_cg_layout<T>& l,
                     cudaGraphConditionalHandle handle, bool sets_handle) {
   const std::int64_t chunks = l.scratch.chunks;
   const cudaGraphConditionalHandle none{};
@@ -427,7 +427,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
   const int group = o.pipelined ? 1 : detail::update_group(chunks, resident_blocks(update, 0));
   const auto residual = kernels::cg_phase_kernel<cg_phase::true_residual, false, T, Op>;
   const std::int64_t residual_blocks = std::min(chunks, resident_blocks(residual, shared));
-  for (int u = 0; u < o.graph_unroll; ++u) {
+  for (int u = 0; u < unroll; ++u) {
     if (o.pipelined) {
       phase(kernels::cg_phase_kernel<cg_phase::restart, false, T, Op>, chunks, 0, false);
       phase(kernels::cg_phase_kernel<cg_phase::gather, false, T, Op>, chunks, shared, false);
@@ -451,7 +451,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, const gp
               search_shared_bytes<T>(A, l.scratch.passes), false);
       phase(update, (chunks + group - 1) / group, 0, false, group);
     }
-    phase(residual, residual_blocks, shared, u + 1 == o.graph_unroll);
+    phase(residual, residual_blocks, shared, u + 1 == unroll);
   }
 }
 
@@ -482,12 +482,12 @@ cudaGraphNode_t add_graph_mode(cudaGraph_t graph, const cudaGraphNode_t* depende
     // starts it afresh.
     cudaGraphConditionalHandle handle;
     const cudaGraph_t body = tally::detail::add_while_node(graph, &setup, 1, &handle, &loop);
-    add_iterations(body, A, o, l, handle, true);
+    add_iterations(body, A, o, graph_unroll_in(o, looped), l, handle, true);
   } else {
     cudaGraph_t body = nullptr;
     TALLY_CUDA(cudaGraphCreate(&body, 0));
     try {
-      add_iterations(body, A, o, l, none, false);
+      add_iterations(body, A, o, graph_unroll_in(o, looped), l, none, false);
       loop = setup;
       for (std::int64_t r = replayed_bodies(o); r > 0; --r) {
         const cudaGraphNode_t after = loop;

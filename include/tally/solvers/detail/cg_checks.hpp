@@ -17,20 +17,28 @@
 
 namespace tally::solvers::detail {
 
+/// cg_options::graph_unroll as `mode` (graph or replayed) runs it: 0 is
+/// kAutomaticGraphUnroll in the graph mode, 1 in the replayed mode.
+inline int graph_unroll_in(const cg_options& o, cg_mode mode) {
+  if (o.graph_unroll > 0) return o.graph_unroll;
+  return mode == cg_mode::graph ? kAutomaticGraphUnroll : 1;
+}
+
 /// Bodies of graph_unroll iterations the replayed mode chains: enough for
 /// max_iterations, and at least one (as the graph mode's while loop runs its
 /// body at least once). A pipelined body whose gather asks for the true
 /// residual ends without an iteration (the next body restarts the
 /// recurrences), and each such check follows at least one iteration, so a
 /// pipelined solve needs at most 2·max_iterations + 1 iterations' worth of
-/// bodies. Pre: graph_unroll >= 1.
-/// Pre: graph_unroll >= 1, max_iterations >= 0 (a pipelined limit too large
-/// to double reads as the most bodies there can be, never as a wrapped count).
+/// bodies. Pre: graph_unroll in 0..64, max_iterations >= 0 (a pipelined
+/// limit too large to double reads as the most bodies there can be, never as
+/// a wrapped count).
 inline std::int64_t replayed_bodies(const cg_options& o) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  if (o.pipelined && o.max_iterations > (kMax - 1) / 2) return kMax / o.graph_unroll;
+  const int unroll = graph_unroll_in(o, cg_mode::replayed);
+  if (o.pipelined && o.max_iterations > (kMax - 1) / 2) return kMax / unroll;
   const std::int64_t needed = o.pipelined ? 2 * o.max_iterations + 1 : o.max_iterations;
-  return needed <= o.graph_unroll ? 1 : (needed - 1) / o.graph_unroll + 1;
+  return needed <= unroll ? 1 : (needed - 1) / unroll + 1;
 }
 
 /// The O(1) checks of a CSR matrix (sizes, null arrays; check_csr_layout).
@@ -94,7 +102,8 @@ void check_cg_arguments(const Op& A, const T* b, const T* x, const cg_options& o
   if (!(o.atol >= 0) || !std::isfinite(o.atol)) throw_invalid_argument("cg", "options.atol", "must be finite and >= 0");
   if (o.max_iterations < 0) throw_invalid_argument("cg", "options.max_iterations", "must be >= 0");
   if (o.true_residual_interval < 0) throw_invalid_argument("cg", "options.true_residual_interval", "must be >= 0");
-  if (o.graph_unroll < 1 || o.graph_unroll > 64) throw_invalid_argument("cg", "options.graph_unroll", "must be in 1..64");
+  if (o.graph_unroll < 0 || o.graph_unroll > 64)
+    throw_invalid_argument("cg", "options.graph_unroll", "must be in 1..64, or 0 (automatic)");
   // (max_iterations and graph_unroll are valid here: checked above.)
   if (o.mode == cg_mode::replayed && replayed_bodies(o) > kMaxReplayedBodies)
     throw_invalid_argument("cg", "options.max_iterations",
