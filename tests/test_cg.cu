@@ -109,6 +109,36 @@ TEST(CgGraphLagsX, WhereTheMarchsVectorsDoNotFitInL2) {
   EXPECT_FALSE(d::lags_x(false, 200 * 200 * 200, 4, l2));  // no march, no lag
 }
 
+// The p·Ap sums kernel steps through the march's groups of vectors
+// (march_group_walk): each group inside one tile's plane exactly where the
+// divisions say so, for tiles that split the grid evenly or not and groups
+// that cross lines, planes and the grid's end.
+template <class T>
+void expect_walk_matches_divisions(std::int64_t g, int lines, std::int64_t first, std::int64_t count) {
+  namespace k = tally::solvers::kernels;
+  constexpr std::int64_t rows = std::int64_t{k::kMarchGroup} * k::kV<T>;
+  const std::int64_t vectors = g * g * g / k::kV<T>, plane = g * g;
+  k::march_group_walk<T> walk(first, g, lines, vectors);
+  for (std::int64_t group = first; group < first + count; ++group, walk.next()) {
+    const std::int64_t r0 = group * rows, r1 = r0 + rows - 1;
+    const bool inside = (group + 1) * k::kMarchGroup <= vectors && r0 / plane == r1 / plane &&
+                        (r0 % plane) / g / lines == (r1 % plane) / g / lines;
+    ASSERT_EQ(walk.inside(), inside) << "g " << g << " lines " << lines << " group " << group;
+  }
+}
+
+TEST(CgMarchGroups, TheWalkFindsTheGroupsInsideATilesPlaneAsDivisionsDo) {
+  expect_walk_matches_divisions<float>(200, 5, 0, 7500);        // tiles of 5 lines: the first 6 planes
+  expect_walk_matches_divisions<float>(200, 5, 123457, 5000);   // from a group inside a tile
+  expect_walk_matches_divisions<float>(200, 5, 249990, 10);     // past the grid's end
+  expect_walk_matches_divisions<float>(156, 6, 0, 40000);       // 26 tiles
+  expect_walk_matches_divisions<float>(132, 7, 777, 40000);     // a last tile of 6 lines
+  expect_walk_matches_divisions<float>(36, 28, 0, 36 * 36 * 36 / 32 + 3);  // a last tile of 8 lines
+  expect_walk_matches_divisions<double>(20, 12, 0, 20 * 20 * 20 / 16 + 2);  // f64: groups of 16 rows; tiles of 12 and 8 lines
+  expect_walk_matches_divisions<double>(20, 3, 5, 500);         // runs of 60 rows, groups of 16
+  expect_walk_matches_divisions<float>(8, 1, 0, 8 * 8 * 8 / 32 + 1);  // runs of 8 rows, shorter than a group
+}
+
 TEST(CgPersistentPasses, HalvedOnceWhereThatShortensTheBusiestBlockByAnEighth) {
   namespace d = tally::solvers::detail;
   constexpr int sms = 132;

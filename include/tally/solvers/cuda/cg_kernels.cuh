@@ -65,7 +65,7 @@ struct cg_scratch {
   pipelined_sums<T>* pipelined_partials;
   search_sums<T>* search_leaves;   ///< graph mode's march: p·Ap of each vector of kV rows (its tree leaf)
   /// Graph mode's march where chunks have at least kV passes: p·Ap of each
-  /// aligned group of kMarchGroup vectors that march_group_inside holds (the
+  /// aligned group of kMarchGroup vectors that march_group_walk finds inside (the
   /// others' vectors in search_leaves); null otherwise.
   search_sums<T>* search_groups;
   unsigned* arrivals;              ///< graph mode: blocks done with the current kernel; zero at rest
@@ -678,7 +678,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<stencil_operator<V
       [&](std::int64_t z) {
         // Thread t holds vector t of the tile's plane (march_unit's layout),
         // `held` of them in the grid: the groups among them whole (what
-        // march_group_inside says of them) as one leaf, the others' vectors
+        // march_group_walk says of them) as one leaf, the others' vectors
         // one by one.
         const std::int64_t y0 = (blockIdx.x % m.tiles) * m.lines;
         const int held = static_cast<int>(std::min<std::int64_t>(m.lines, A.g - y0)) * m.per_line;
@@ -709,7 +709,7 @@ constexpr std::int64_t search_sums_blocks(std::int64_t chunks, int passes) {
 /// from the leaves it stored, the last block reducing (after_search): the
 /// search phase's tree over the same vectors, so its bits. Chunks of at
 /// least kV passes a warp each, from the groups' leaves (s.search_groups,
-/// its vectors' leaves for a group march_group_inside does not hold), 8
+/// its vectors' leaves for a group march_group_walk finds outside), 8
 /// chunks a block; fewer passes a block each, from the vectors' leaves.
 /// Does nothing unless the control block says the search is next. Pre:
 /// launched with search_sums_blocks<T> blocks of kThreads threads; Op a
@@ -834,9 +834,12 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
       // This lane's groups with a vector in the grid (a prefix of its per_lane).
       const std::int64_t in_grid = (vectors + kMarchGroup - 1) / kMarchGroup - first_group;
       const int present = static_cast<int>(std::clamp<std::int64_t>(in_grid, 0, per_lane));
-      const auto group_leaf = [&](int k) {
+      march_group_walk<T> walk(first_group, A.g, lines, vectors);
+      const auto group_leaf = [&](int k) {  // called for k = 0, 1, ... in turn
         const std::int64_t first = (first_group + k) * kMarchGroup;
-        if (march_group_inside<T>(first, A.g, lines, vectors)) return load_cg(s.search_groups + first / kMarchGroup);
+        const bool inside = walk.inside();
+        walk.next();
+        if (inside) return load_cg(s.search_groups + first / kMarchGroup);
         const int count = static_cast<int>(std::min<std::int64_t>(kMarchGroup, vectors - first));
         return prefix_tree<kMarchGroup, search_sums<T>>(
             count, [&](int j) { return load_cg(s.search_leaves + first + j); }, detail::add_sums{});

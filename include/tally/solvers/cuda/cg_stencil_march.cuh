@@ -52,23 +52,51 @@ struct march_shape {
 };
 
 /// Vectors of an aligned group whose p·Ap the march stores as one leaf where
-/// the group lies inside one tile's plane (march_group_inside): the balanced
+/// the group lies inside one tile's plane (march_group_walk): the balanced
 /// tree over them, a subtree of every chunk's tree (a chunk holds a multiple
 /// of kMarchGroup vectors, and the tree over its vectors is balanced).
 inline constexpr int kMarchGroup = 8;
 
-/// Whether the aligned group of kMarchGroup vectors from vector `first` (a
-/// multiple of kMarchGroup; vectors of kV<T> rows, `vectors` of them in the
-/// grid) lies inside the grid and inside one plane of one march tile of
-/// `lines` grid lines: then one march block's threads hold the whole group.
+/// The aligned groups of kMarchGroup vectors (of kV<T> rows; `vectors` of
+/// them in a g-grid) from group `first` on, in turn, and whether each lies
+/// inside the grid and inside one plane of one march tile of `lines` grid
+/// lines (then one march block's threads hold the whole group). A tile's
+/// plane is a run of rows: z·g² + t·lines·g, min(lines, g − t·lines)·g long.
+/// Two divisions find the first group's run; the others step through them,
+/// since 64-bit divisions for each group cost the p·Ap sums kernel, which
+/// asks of every group, more than its loads.
 template <class T>
-__host__ __device__ __forceinline__ bool march_group_inside(std::int64_t first, std::int64_t g, int lines,
-                                                            std::int64_t vectors) {
-  const std::int64_t last = first + kMarchGroup - 1;
-  if (last >= vectors) return false;
-  const std::int64_t plane = g * g, r0 = first * kV<T>, r1 = last * kV<T>;
-  return r0 / plane == r1 / plane && (r0 % plane) / g / lines == (r1 % plane) / g / lines;
-}
+struct march_group_walk {
+  static constexpr std::int64_t kRows = static_cast<std::int64_t>(kMarchGroup) * kV<T>;
+  std::int64_t g, run_rows, tiles, vectors;
+  std::int64_t group, tile, offset, length;  // the current group, its run and its first row's offset in it
+
+  __host__ __device__ march_group_walk(std::int64_t first, std::int64_t g_, int lines, std::int64_t vectors_)
+      : g(g_), run_rows(lines * g_), tiles((g_ + lines - 1) / lines), vectors(vectors_), group(first) {
+    const std::int64_t in_plane = first * kRows % (g * g);
+    tile = in_plane / run_rows;
+    offset = in_plane - tile * run_rows;
+    length = run_length();
+  }
+  /// Whether the current group is inside the grid and one tile's plane.
+  __host__ __device__ bool inside() const { return (group + 1) * kMarchGroup <= vectors && offset + kRows <= length; }
+  /// On to the next group.
+  __host__ __device__ void next() {
+    ++group;
+    offset += kRows;
+    while (offset >= length) {
+      offset -= length;
+      tile = tile + 1 == tiles ? 0 : tile + 1;
+      length = run_length();
+    }
+  }
+
+ private:
+  __host__ __device__ std::int64_t run_length() const {
+    const std::int64_t left = g - tile * (run_rows / g);
+    return (left < run_rows / g ? left : run_rows / g) * g;
+  }
+};
 
 /// The most staging vectors a thread holds while the plane before is summed.
 inline constexpr int kMarchStageRounds = 2;
