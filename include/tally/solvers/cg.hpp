@@ -108,15 +108,17 @@ enum class cg_matrix_check {
 /// A short description of a status ("converged", "breakdown: p·Ap <= 0 ...").
 const char* describe(cg_status status);
 
-/// How to solve. Range: r·r and p·Ap are summed in the value type, so in f32
-/// ‖b‖ (and every residual norm) must stay below about 1.8e19 (see "Range"
-/// above); above it the result is non_finite with a note saying so.
 /// The graph mode's iterations a body where cg_options::graph_unroll is 0.
 /// H100, 27-point, matrix-free, f32, µs an iteration with 1 / 4 a body
 /// (bench/results/h100-2026-11-27-cg-graph-unroll4-probe.txt): g = 128 48.5 /
-/// 46.7, g = 156 89.9 / 83.8, g = 200 167.0 / 163.0; f64 g = 200 340.2 / 337.5.
+/// 46.7, g = 156 89.9 / 83.8, g = 200 167.0 / 163.0; f64 g = 200 340.2 /
+/// 337.5; and after the lagged x (-cg-unroll-walk-acq-rel-probe.txt): g = 36
+/// 22.8 / 21.1, g = 200 156.7 / 152.1.
 inline constexpr int kAutomaticGraphUnroll = 4;
 
+/// How to solve. Range: r·r and p·Ap are summed in the value type, so in f32
+/// ‖b‖ (and every residual norm) must stay below about 1.8e19 (see "Range"
+/// above); above it the result is non_finite with a note saying so.
 struct cg_options {
   cg_preconditioner preconditioner = cg_preconditioner::jacobi;
   double rtol = 1e-6;  ///< stop when ‖b − A·x‖ ≤ max(rtol·‖b‖, atol)

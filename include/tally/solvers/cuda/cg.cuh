@@ -307,27 +307,27 @@ int fit_window(const Op& A, int passes) {
 }
 
 /// Blocks of `kernel` (kThreads threads, `shared_bytes` of dynamic shared
-/// memory) that fit on the device at once; at least one an SM.
+/// memory) that fit on one SM at once (0 if none does).
 template <class Kernel>
-std::int64_t resident_blocks(Kernel kernel, std::size_t shared_bytes) {
+int blocks_per_sm(Kernel kernel, std::size_t shared_bytes) {
   allow_shared_memory(kernel, shared_bytes);
   int per_sm = 0;
   relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor of a CG kernel", [&] {
     return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::kThreads, shared_bytes);
   });
-  return static_cast<std::int64_t>(std::max(per_sm, 1)) * current_device_info().sm_count;
+  return per_sm;
 }
 
-/// Blocks of the persistent kernel that fit on the device at once.
+/// Blocks of `kernel` that fit on the device at once; at least one an SM.
+template <class Kernel>
+std::int64_t resident_blocks(Kernel kernel, std::size_t shared_bytes) {
+  return static_cast<std::int64_t>(std::max(blocks_per_sm(kernel, shared_bytes), 1)) * current_device_info().sm_count;
+}
+
+/// Blocks of the persistent kernel that fit on the device at once (0 if none).
 template <class T, class Op>
 int persistent_capacity() {
-  allow_shared_memory(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>);
-  int per_sm = 0;
-  relaxed("cudaOccupancyMaxActiveBlocksPerMultiprocessor(cg_persistent_kernel)", [&] {
-    return cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernels::cg_persistent_kernel<T, Op>, kernels::kThreads,
-                                                         kStagingBytes<Op>);
-  });
-  return per_sm * current_device_info().sm_count;
+  return blocks_per_sm(kernels::cg_persistent_kernel<T, Op>, kStagingBytes<Op>) * current_device_info().sm_count;
 }
 
 /// The control block a solve starts from: cg_control::make, and for a

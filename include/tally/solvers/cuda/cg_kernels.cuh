@@ -352,18 +352,17 @@ struct phases {
     if constexpr (!is_stencil<A>) device::store_vector<T, V, true>(v.z + i0, z);  // a stencil's search recomputes it
     return acc;
   }
-  /// The true residual of row i, of the current x: where x lags
-  /// (control.x_behind) each x_j is advanced as the next search will
-  /// advance it, so the same bits as an x brought up to date first.
+  /// x_j as it is: where x lags (control.x_behind), advanced as the next
+  /// search will advance it, so the same bits as an x brought up to date.
+  __device__ __forceinline__ T current_x(std::int64_t j) const {
+    const fresh_read<Persistent> fresh;
+    const T x = fresh(v.x + j);
+    return control.x_behind ? detail::advanced_x(x, fresh(v.direction(control.searches) + j), control.alpha) : x;
+  }
+  /// The true residual of row i, of the current x (current_x).
   template <class A>
   __device__ residual_sums<T> true_residual(const A& a, std::int64_t i) const {
-    const fresh_read<Persistent> fresh;
-    if (control.x_behind) {
-      const T* p = v.direction(control.searches);
-      return detail::true_residual_row(
-          a, v, i, [&](std::int64_t j) { return detail::advanced_x(fresh(v.x + j), fresh(p + j), control.alpha); });
-    }
-    return detail::true_residual_row(a, v, i, [&](std::int64_t j) { return fresh(v.x + j); });
+    return detail::true_residual_row(a, v, i, [&](std::int64_t j) { return current_x(j); });
   }
   // Pipelined CG.
   template <class A>
@@ -727,10 +726,10 @@ __global__ void cg_result_kernel(const cg_vectors<T> v, const cg_scratch<T> s, c
   const cg_control<T>& control = *s.control;
   const bool zero = control.status == cg_status::converged && control.bnorm == 0;
   if (zero || control.x_behind) {
-    const T* p = v.direction(control.searches);
+    const phases<false, T> rows{v, control};
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < v.n;
          i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-      v.x[i] = zero ? T(0) : detail::advanced_x(v.x[i], p[i], control.alpha);
+      v.x[i] = zero ? T(0) : rows.current_x(i);  // each thread reads only the element it writes
   }
   if (blockIdx.x == 0 && threadIdx.x == 0)
     *result = {control.iterations, static_cast<int>(control.status), control.relative_residual(), control.bnorm};
