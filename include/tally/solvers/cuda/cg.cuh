@@ -434,6 +434,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unro
       phase(kernels::cg_phase_kernel<cg_phase::vectors, false, T, Op>, chunks, 0, false);
     } else {
       bool marched = false;
+      std::int64_t sums_partials = 0;  // the search's partials the update reduces (after the march's sums kernel)
       if constexpr (kernels::is_stencil<Op>) {
         if (march.blocks > 0) {
           previous =
@@ -441,7 +442,8 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unro
                               kernels::cg_march_kernel<T, typename Op::value_type>, static_cast<unsigned>(march.blocks),
                               kernels::march_bytes<T>(A.g, march), A, l.vectors, l.scratch, march);
           previous_count = 1;
-          phase(kernels::cg_search_sums_kernel<T, Op>, kernels::search_sums_blocks<T>(chunks, l.scratch.passes), 0,
+          sums_partials = kernels::search_sums_blocks<T>(chunks, l.scratch.passes);
+          phase(kernels::cg_search_sums_kernel<T, Op>, sums_partials, 0,
                 false, march.lines);
           marched = true;
         }
@@ -449,9 +451,13 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unro
       if (!marched)
         phase(kernels::cg_phase_kernel<cg_phase::search, false, T, Op>, chunks,
               search_shared_bytes<T>(A, l.scratch.passes), false);
-      phase(update, (chunks + group - 1) / group, 0, false, group);
+      phase(update, (chunks + group - 1) / group, 0, false, group, sums_partials);
     }
-    phase(residual, residual_blocks, shared, u + 1 == unroll);
+    // One true-residual slot a body, at its end: when an update asks for a
+    // true residual mid-body, the body's later kernels find it next and do
+    // nothing, so the iterates are the same; an idle slot every iteration
+    // cost ~2 µs (kernel and gap) where the check runs once in many.
+    if (u + 1 == unroll) phase(residual, residual_blocks, shared, true);
   }
 }
 

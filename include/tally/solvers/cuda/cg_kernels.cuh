@@ -704,9 +704,10 @@ constexpr std::int64_t search_sums_blocks(std::int64_t chunks, int passes) {
   return passes >= kV<T> ? (chunks + kWarps - 1) / kWarps : chunks;
 }
 
-/// Graph mode, after cg_march_kernel (tiles of `lines` grid lines): p·Ap
-/// from the leaves it stored, the last block reducing (after_search): the
-/// search phase's tree over the same vectors, so its bits. Chunks of at
+/// Graph mode, after cg_march_kernel (tiles of `lines` grid lines): p·Ap's
+/// partials from the leaves it stored, one a block, for the update's blocks
+/// to take the root (cg_update_groups_kernel): the search phase's tree over
+/// the same vectors, so its bits. Chunks of at
 /// least kV passes a warp each, from the groups' leaves (s.search_groups,
 /// its vectors' leaves for a group march_group_walk finds outside), 8
 /// chunks a block; fewer passes a block each, from the vectors' leaves.
@@ -855,9 +856,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
       const int present = left < kWarps ? static_cast<int>(left) : kWarps;  // the chunks that exist: a prefix
       s.search_partials[blockIdx.x] = group_tree(chunk_values, kWarps, present, detail::add_sums{});
     }
-    if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-    graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, gridDim.x);
-    return;
+    return;  // the update's blocks take the root (cg_update_groups_kernel)
   }
   // The chunk's vectors' leaves, through chunk_tree's vector leaf: the same
   // tree over them, a leaf read for kV rows. Rows of a last chunk that is not
@@ -867,8 +866,6 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
       blockIdx.x, s, v.n, s.search_partials, no_rows{},
       [&](std::int64_t i, int) { return i % V == 0 ? load_cg(s.search_leaves + i / V) : search_sums<T>{-T(0)}; },
       sh.storage.search, [&](std::int64_t i0) { return load_cg(s.search_leaves + i0 / V); });
-  if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-  graph_phase_ends<cg_phase::search>(control, s, sh, handle, sets_handle, s.chunks);
 }
 
 /// The most chunks of the graph mode's grouped update a block takes (cg_update_groups_kernel).
@@ -879,16 +876,39 @@ inline constexpr int kMaxUpdateGroup = 8;
 /// in turn and stores their balanced tree, an aligned subtree of the root's
 /// tree, as partial b; the last block to arrive takes the root over the
 /// blocks' partials: the same tree as over the chunks', with 1/group of the
-/// values to read in its tail. Does nothing unless the control block says
-/// the update is next. Pre: `group` a power of two <= kMaxUpdateGroup;
-/// launched with ceil(s.chunks / group) blocks of kThreads threads.
+/// values to read in its tail. Where `search_partials` > 0 (after
+/// cg_search_sums_kernel, whose blocks only store their partials), every
+/// block first takes the search's root over those partials and its decision
+/// (after_search: the same tree and the same decision in every block, as in
+/// the persistent kernel), so that no block of the sums kernel waits for the
+/// others; on a breakdown the blocks update nothing and the last to arrive
+/// records it. Else the control block has the search's decision. Does
+/// nothing unless the control block says this update (or its search's root)
+/// is next. Pre: `group` a power of two <= kMaxUpdateGroup; launched with
+/// ceil(s.chunks / group) blocks of kThreads threads.
 template <class T, class Op>
 __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     cg_update_groups_kernel(const Op A, const cg_vectors<T> v, const cg_scratch<T> s,
-                            cudaGraphConditionalHandle handle, bool sets_handle, int group) {
+                            cudaGraphConditionalHandle handle, bool sets_handle, int group,
+                            std::int64_t search_partials) {
   __shared__ shared_state<T> sh;
   cg_control<T>& control = sh.control();
-  if (!graph_phase_begins<cg_phase::update, false>(control, s, handle, sets_handle)) return;
+  if (search_partials > 0) {
+    if (!graph_phase_begins<cg_phase::search, false>(control, s, handle, sets_handle)) return;
+    decide_after<cg_phase::search>(control, s, sh, search_partials);
+    __syncthreads();
+    if (control.next != cg_phase::update) {  // block-uniform: a breakdown, recorded by the last to arrive
+      if (!last_to_arrive(s.arrivals, gridDim.x)) return;
+      if (threadIdx.x == 0) {
+        *s.control = control;
+        *s.arrivals = 0;
+        if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
+      }
+      return;
+    }
+  } else if (!graph_phase_begins<cg_phase::update, false>(control, s, handle, sets_handle)) {
+    return;
+  }
   const phases<false, T> rows{v, control};
   const std::int64_t chunk_rows = static_cast<std::int64_t>(kThreads) * s.passes;
   const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * group;
