@@ -17,9 +17,13 @@
 //    finish (a counter, not an atomic on values) reduces the partials and
 //    updates the control block in global memory. A stencil's search first
 //    stages the new directions its chunk reads in shared memory
-//    (cg_stencil_window.cuh). The kernels of a step check
-//    the control block and do nothing once the solve is over, so a CUDA
-//    graph can loop over them on the device (cuda/cg.cuh).
+//    (cg_stencil_window.cuh), or a 27-point one marches through planes
+//    (cg_stencil_march.cuh) and leaves p·Ap to a sums kernel whose blocks
+//    only store partials: every block of the update then takes the
+//    search's root itself, as the persistent kernel's blocks do. The
+//    kernels of a step check the control block and do nothing once the
+//    solve is over (or while a true residual waits for the body's end), so
+//    a CUDA graph can loop over them on the device (cuda/cg.cuh).
 #pragma once
 
 #include <cstdint>
