@@ -391,8 +391,8 @@ cudaGraphNode_t add_kernel_node(cudaGraph_t graph, const cudaGraphNode_t* depend
 
 /// Adds one body of `unroll` iterations' kernels to the empty graph
 /// `body`, in a chain; the last kernel sets `handle` (the while node's
-/// condition) when `sets_handle`. Each kernel does nothing once the solve has
-/// finished.
+/// condition) when `sets_handle` (the graph mode; else a replayed body). Each
+/// kernel does nothing once the solve has finished.
 template <class T, class Op>
 void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unroll, const gpu_cg_layout<T>& l,
                     cudaGraphConditionalHandle handle, bool sets_handle) {
@@ -453,11 +453,14 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unro
               search_shared_bytes<T>(A, l.scratch.passes), false);
       phase(update, (chunks + group - 1) / group, 0, false, group, sums_partials);
     }
-    // One true-residual slot a body, at its end: when an update asks for a
-    // true residual mid-body, the body's later kernels find it next and do
-    // nothing, so the iterates are the same; an idle slot every iteration
-    // cost ~2 µs (kernel and gap) where the check runs once in many.
-    if (u + 1 == unroll) phase(residual, residual_blocks, shared, true);
+    // In the while node's body one true-residual slot, at its end: when an
+    // update asks for a true residual mid-body, the body's later kernels find
+    // it next and do nothing, so the iterates are the same; an idle slot
+    // every iteration cost ~2 µs (kernel and gap) where the check runs once
+    // in many. The replayed mode's bodies, a fixed number of them counted
+    // from the iteration limit, keep one every iteration: idle iterations
+    // would end their chain before the limit.
+    if (u + 1 == unroll || !sets_handle) phase(residual, residual_blocks, shared, u + 1 == unroll);
   }
 }
 
