@@ -41,6 +41,17 @@ TEST(CgAutomaticMode, PersistentUpToTheMeasuredCutsGraphAbove) {
   EXPECT_EQ(d::automatic_mode(std::int64_t{200} * 200 * 200, false, false), sv::cg_mode::persistent);
   EXPECT_EQ(d::automatic_mode(std::int64_t{1} << 23, false, false), sv::cg_mode::persistent);
   EXPECT_EQ(d::automatic_mode((std::int64_t{1} << 23) + 1, false, false), sv::cg_mode::graph);
+  // A standard stencil solve whose vectors pass L2 runs the graph mode below the cut too;
+  // a CSR matrix and pipelined CG keep their cuts.
+  constexpr std::size_t l2 = std::size_t{50} << 20;
+  const std::int64_t g128 = std::int64_t{128} * 128 * 128, g140 = std::int64_t{140} * 140 * 140;
+  EXPECT_FALSE(d::vectors_pass_l2(g128, sizeof(float), l2));  // 42 MB
+  EXPECT_TRUE(d::vectors_pass_l2(g128, sizeof(double), l2));  // 84 MB
+  EXPECT_TRUE(d::vectors_pass_l2(g140, sizeof(float), l2));   // 55 MB
+  EXPECT_EQ(d::automatic_mode(g128, false, true, false), sv::cg_mode::persistent);
+  EXPECT_EQ(d::automatic_mode(g128, false, true, true), sv::cg_mode::graph);
+  EXPECT_EQ(d::automatic_mode(g128, false, false, true), sv::cg_mode::persistent);
+  EXPECT_EQ(d::automatic_mode(std::int64_t{1} << 18, true, true, true), sv::cg_mode::persistent);
 }
 
 // The persistent mode's passes a chunk, a host rule: the 1024-chunk target's

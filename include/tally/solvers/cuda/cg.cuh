@@ -53,13 +53,31 @@ inline constexpr std::int64_t kCsrPersistentMaxRows = std::int64_t{1} << 23;
 /// per-lane.json and the run before it).
 inline constexpr std::int64_t kPipelinedPersistentMaxRows = std::int64_t{1} << 19;
 
+/// Vectors an iteration of the graph mode's marching search moves (x, r, the
+/// two directions and Ap), against the L2 size: the measure of lags_x and of
+/// the automatic mode's stencil cut.
+inline constexpr std::int64_t kMarchVectors = 5;
+
+/// Whether kMarchVectors vectors of n `bytes`-byte values pass `l2_bytes`.
+constexpr bool vectors_pass_l2(std::int64_t n, std::size_t bytes, std::size_t l2_bytes) {
+  return static_cast<std::size_t>(n) * bytes * kMarchVectors > l2_bytes;
+}
+
 /// What cg_mode::automatic runs for n rows (pipelined CG or not, a stencil
-/// or a CSR matrix).
-constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil) {
+/// or a CSR matrix; `past_l2`: vectors_pass_l2 for the solve's values). A
+/// standard stencil solve whose vectors pass L2 runs the graph mode below
+/// the row cut too. H100, matrix-free, µs an iteration persistent / graph
+/// (h100-2026-11-27-cg-automatic-cut-probe.txt): f32 g = 112 (28 MB of
+/// vectors) 34.1 / 39.8, g = 128 (42 MB) 45.7 / 46.9, g = 140 (55 MB) 112.9 /
+/// 70.3, g = 150 (67 MB; its lines do not split into vectors, so no march)
+/// 146.3 / 107.3, g = 160 118.4 / 78.3; f64 g = 112 (56 MB) 111.0 / 74.0,
+/// g = 128 129.6 / 91.4. Missed: f64 g = 100 (40 MB) 71.4 / 57.6.
+constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil, bool past_l2 = false) {
   const std::int64_t cut = pipelined ? kPipelinedPersistentMaxRows
                            : stencil ? kPersistentMaxRows
                                      : kCsrPersistentMaxRows;
-  return n <= cut ? cg_mode::persistent : cg_mode::graph;
+  const bool graph_first = stencil && !pipelined && past_l2;
+  return n <= cut && !graph_first ? cg_mode::persistent : cg_mode::graph;
 }
 
 /// Graph mode: at most about this many chunks (the last block reduces them).
@@ -154,10 +172,6 @@ bool graph_marches(const Op& A, const cg_options& o) {
   else return false;
 }
 
-/// Vectors an iteration of the graph mode's marching search moves (x, r, the
-/// two directions and Ap), against the L2 size: the measure of lags_x.
-inline constexpr std::int64_t kMarchVectors = 5;
-
 /// Whether x lags one search behind (cg_control::lag_x) in the graph mode of
 /// a solve whose search marches (`marches`), of n rows of `bytes`-byte
 /// values, on a device with `l2_bytes` of L2: where the iteration's vectors
@@ -167,7 +181,7 @@ inline constexpr std::int64_t kMarchVectors = 5;
 /// g = 156 (76 MB of vectors) 89.2 / 84.2, g = 128 (42 MB) 52.4 / 55.2,
 /// g = 64 28.8 / 31.1; f64 g = 200 330.4 / 310.2.
 constexpr bool lags_x(bool marches, std::int64_t n, std::size_t bytes, std::size_t l2_bytes) {
-  return marches && static_cast<std::size_t>(n) * bytes * kMarchVectors > l2_bytes;
+  return marches && vectors_pass_l2(n, bytes, l2_bytes);
 }
 
 /// The solve's device memory from the workspace: control block, result,
@@ -591,7 +605,9 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   }
   const std::int64_t blocks_of_rows = (n + kernels::kThreads - 1) / kernels::kThreads;
   cg_mode mode = options.mode;
-  if (mode == cg_mode::automatic) mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>);
+  if (mode == cg_mode::automatic)
+    mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>,
+                                  detail::vectors_pass_l2(n, sizeof(T), current_device_info().l2_bytes));
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
     const int passes = detail::persistent_passes<T>(blocks_of_rows, current_device_info().sm_count,
