@@ -121,8 +121,9 @@ cg_result cg(const cpu_backend& backend, const Op& A, const T* b, T* x, const cg
   if (control.status == cg_status::converged && control.bnorm == 0) std::fill(x, x + n, T(0));
 
   auto true_residual = [&] {
+    const auto x_at = [&](std::int64_t j) { return x[j]; };
     control.after_true_residual(detail::reduce_rows<V, detail::residual_sums<T>>(
-        n, threads, [&](std::int64_t i) { return detail::true_residual_row(A, v, i, [&](std::int64_t j) { return x[j]; }); }));
+        n, threads, [&](std::int64_t i) { return detail::true_residual_row(A, v, i, x_at); }));
   };
   while (control.next != detail::cg_phase::done) {
     switch (control.next) {

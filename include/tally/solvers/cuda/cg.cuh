@@ -457,8 +457,7 @@ void add_iterations(cudaGraph_t body, const Op& A, const cg_options& o, int unro
                               kernels::march_bytes<T>(A.g, march), A, l.vectors, l.scratch, march);
           previous_count = 1;
           sums_partials = kernels::search_sums_blocks<T>(chunks, l.scratch.passes);
-          phase(kernels::cg_search_sums_kernel<T, Op>, sums_partials, 0,
-                false, march.lines);
+          phase(kernels::cg_search_sums_kernel<T, Op>, sums_partials, 0, false, march.lines);
           marched = true;
         }
       }

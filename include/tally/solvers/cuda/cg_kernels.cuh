@@ -33,6 +33,7 @@
 
 #include "tally/core/tree.hpp"
 #include "tally/cuda/device/vector_load.cuh"
+#include "tally/solvers/cuda/cg_advance_x.cuh"
 #include "tally/solvers/cuda/cg_staging.cuh"
 #include "tally/solvers/cuda/cg_stencil_march.cuh"
 #include "tally/solvers/cuda/cg_stencil_window.cuh"
@@ -337,16 +338,9 @@ struct phases {
     } else {
       dinv = device::load_vector<T, V, true, false>(v.dinv + i0);
     }
-    if (!is_stencil<A> || !control.lag_x) {  // block-uniform
-      const bool x_aligned = device::vector_aligned<T, V>(v.x);
-      auto x = x_aligned ? device::load_vector<T, V, true, false>(v.x + i0)
-                         : device::load_vector<T, V, false, false>(v.x + i0);
-      const auto p = device::load_vector<T, V, true, false>(v.direction(control.searches) + i0);
-#pragma unroll
-      for (int k = 0; k < V; ++k) x.v[k] = detail::advanced_x(x.v[k], p.v[k], control.alpha);
-      if (x_aligned) device::store_vector<T, V, true>(v.x + i0, x);
-      else device::store_vector<T, V, false>(v.x + i0, x);
-    }
+    if (!is_stencil<A> || !control.lag_x)  // block-uniform
+      advance_x_vector(v.x + i0, device::load_vector<T, V, true, false>(v.direction(control.searches) + i0),
+                       control.alpha, device::vector_aligned<T, V>(v.x));
     device::vector_of<T, V> z;
     update_sums<T> acc = detail::update_residual_values(r.v[0], z.v[0], ap.v[0], dinv.v[0], control.alpha);
 #pragma unroll
@@ -475,20 +469,28 @@ __device__ __forceinline__ void decide_after(cg_control<T>& control, const cg_sc
   }
 }
 
-/// A graph-mode phase's end, in the last block to arrive: decide_after over
-/// `partials` partials, the control block for the next kernel, the arrivals
-/// back to zero, and the device loop's condition where `sets_handle`. Pre:
-/// the whole block calls it, after every block stored its partials.
-template <cg_phase Phase, class T>
-__device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
-                                                 cudaGraphConditionalHandle handle, bool sets_handle,
-                                                 std::int64_t partials) {
-  decide_after<Phase>(control, s, sh, partials);
+/// In the last block of a graph-mode kernel to arrive, once `control` holds
+/// the decision: the control block for the next kernel, the arrivals back to
+/// zero, and the device loop's condition where `sets_handle` (thread 0).
+template <class T>
+__device__ __forceinline__ void graph_phase_publishes(const cg_control<T>& control, const cg_scratch<T>& s,
+                                                      cudaGraphConditionalHandle handle, bool sets_handle) {
   if (threadIdx.x == 0) {
     *s.control = control;
     *s.arrivals = 0;
     if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
   }
+}
+
+/// A graph-mode phase's end, in the last block to arrive: decide_after over
+/// `partials` partials, then graph_phase_publishes. Pre: the whole block
+/// calls it, after every block stored its partials.
+template <cg_phase Phase, class T>
+__device__ __forceinline__ void graph_phase_ends(cg_control<T>& control, const cg_scratch<T>& s, shared_state<T>& sh,
+                                                 cudaGraphConditionalHandle handle, bool sets_handle,
+                                                 std::int64_t partials) {
+  decide_after<Phase>(control, s, sh, partials);
+  graph_phase_publishes(control, s, handle, sets_handle);
 }
 
 /// Blocks of the persistent kernel an SM should hold: its registers capped so
@@ -848,7 +850,8 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
         return prefix_tree<kMarchGroup, search_sums<T>>(
             count, [&](int j) { return load_cg(s.search_leaves + first + j); }, detail::add_sums{});
       };
-      const search_sums<T> mine = prefix_tree<kMaxGroupsPerLane, search_sums<T>>(present, group_leaf, detail::add_sums{});
+      const search_sums<T> mine =
+          prefix_tree<kMaxGroupsPerLane, search_sums<T>>(present, group_leaf, detail::add_sums{});
       const search_sums<T> value = warp_lanes_tree(mine, 32, detail::add_sums{}, [&](int l) {
         return (c * chunk_vectors / kMarchGroup + static_cast<std::int64_t>(l) * per_lane) * kMarchGroup < vectors;
       });
@@ -902,12 +905,7 @@ __global__ void __launch_bounds__(kThreads, kPhaseBlocksPerSm<Op>)
     decide_after<cg_phase::search>(control, s, sh, search_partials);
     __syncthreads();
     if (control.next != cg_phase::update) {  // block-uniform: a breakdown, recorded by the last to arrive
-      if (!last_to_arrive(s.arrivals, gridDim.x)) return;
-      if (threadIdx.x == 0) {
-        *s.control = control;
-        *s.arrivals = 0;
-        if (sets_handle) cudaGraphSetConditional(handle, control.next != cg_phase::done);
-      }
+      if (last_to_arrive(s.arrivals, gridDim.x)) graph_phase_publishes(control, s, handle, sets_handle);
       return;
     }
   } else if (!graph_phase_begins<cg_phase::update, false>(control, s, handle, sets_handle)) {

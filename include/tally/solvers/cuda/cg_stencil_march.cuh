@@ -32,6 +32,7 @@
 #include <cstdint>
 
 #include "tally/cuda/device/vector_load.cuh"
+#include "tally/solvers/cuda/cg_advance_x.cuh"
 #include "tally/solvers/cuda/cg_stencil_window.cuh"
 #include "tally/solvers/cuda/cg_tree.cuh"
 #include "tally/solvers/detail/cg_control.hpp"
@@ -221,14 +222,7 @@ __device__ __forceinline__ void march_unit(const stencil_operator<Value>& A, con
           w.v[e] = detail::stencil_direction_value(dinv, held_r[r].v[e], held_p[r].v[e], beta);
         device::store_vector<T, V, true>(plane + (t / m.per_line) * g + (t % m.per_line) * V, w);
       }
-      if (advances(t, P)) {  // plain loads: this kernel writes x
-        vec x = x_aligned ? device::load_vector<T, V, true, false>(x_at(t, P))
-                          : device::load_vector<T, V, false, false>(x_at(t, P));
-#pragma unroll
-        for (int e = 0; e < V; ++e) x.v[e] = detail::advanced_x(x.v[e], held_p[r].v[e], alpha);
-        if (x_aligned) device::store_vector<T, V, true>(x_at(t, P), x);
-        else device::store_vector<T, V, false>(x_at(t, P), x);
-      }
+      if (advances(t, P)) advance_x_vector(x_at(t, P), held_p[r], alpha, x_aligned);
     }
   };
 
