@@ -41,13 +41,19 @@ TEST(CgAutomaticMode, PersistentUpToTheMeasuredCutsGraphAbove) {
   EXPECT_EQ(d::automatic_mode(std::int64_t{200} * 200 * 200, false, false), sv::cg_mode::persistent);
   EXPECT_EQ(d::automatic_mode(std::int64_t{1} << 23, false, false), sv::cg_mode::persistent);
   EXPECT_EQ(d::automatic_mode((std::int64_t{1} << 23) + 1, false, false), sv::cg_mode::graph);
-  // A standard stencil solve whose vectors pass L2 runs the graph mode below the cut too;
-  // a CSR matrix and pipelined CG keep their cuts.
+  // A standard stencil solve whose vectors pass L2 (float) or half of it (double) runs
+  // the graph mode below the cut too; a CSR matrix and pipelined CG keep their cuts.
   constexpr std::size_t l2 = std::size_t{50} << 20;
   const std::int64_t g128 = std::int64_t{128} * 128 * 128, g140 = std::int64_t{140} * 140 * 140;
+  const std::int64_t g80 = std::int64_t{80} * 80 * 80, g88 = std::int64_t{88} * 88 * 88;
   EXPECT_FALSE(d::vectors_pass_l2(g128, sizeof(float), l2));  // 42 MB
   EXPECT_TRUE(d::vectors_pass_l2(g128, sizeof(double), l2));  // 84 MB
   EXPECT_TRUE(d::vectors_pass_l2(g140, sizeof(float), l2));   // 55 MB
+  EXPECT_FALSE(d::stencil_prefers_graph(g128, sizeof(float), l2));
+  EXPECT_TRUE(d::stencil_prefers_graph(g140, sizeof(float), l2));
+  EXPECT_FALSE(d::stencil_prefers_graph(g80, sizeof(double), l2));  // 20 MB: persistent 37.3 µs, graph 45.9
+  EXPECT_TRUE(d::stencil_prefers_graph(g88, sizeof(double), l2));   // 27 MB: 50.4, 42.3
+  EXPECT_TRUE(d::stencil_prefers_graph(g128, sizeof(double), l2));
   EXPECT_EQ(d::automatic_mode(g128, false, true, false), sv::cg_mode::persistent);
   EXPECT_EQ(d::automatic_mode(g128, false, true, true), sv::cg_mode::graph);
   EXPECT_EQ(d::automatic_mode(g128, false, false, true), sv::cg_mode::persistent);

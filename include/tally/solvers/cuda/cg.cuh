@@ -63,20 +63,32 @@ constexpr bool vectors_pass_l2(std::int64_t n, std::size_t bytes, std::size_t l2
   return static_cast<std::size_t>(n) * bytes * kMarchVectors > l2_bytes;
 }
 
+/// Whether a standard stencil solve of n rows of `bytes`-byte values runs
+/// faster in the graph mode than in the persistent one below the row cut: its
+/// kMarchVectors vectors pass L2 (float), or half of it (double: the
+/// persistent kernel holds 2 blocks an SM instead of 3 and turns latency-bound
+/// sooner). H100, matrix-free, µs an iteration persistent / graph
+/// (h100-2026-11-27-cg-automatic-cut-probe.txt, -automatic-sweep.txt): f32
+/// g = 112 (28 MB of vectors) 34.1 / 39.8, g = 120 (35 MB) 52.5 / 47.6, g =
+/// 128 (42 MB) 46.0 / 48.0, g = 136 (50 MB) 110–115 / 72.7, g = 140 (55 MB)
+/// 112.9 / 70.3, g = 160 118.4 / 78.3; f64 g = 80 (20 MB) 37.3 / 45.9, g = 88
+/// (27 MB) 50.4 / 42.3, g = 96 (35 MB) 60.0 / 55.1, g = 100 (40 MB) 71.0 /
+/// 58.0, g = 108 (50 MB) 97.0 / 72.7, g = 128 129.6 / 91.4. (f32 g = 120 is
+/// the one measured miss: g = 128, a power of two, runs its persistent kernel
+/// faster than its neighbours.)
+constexpr bool stencil_prefers_graph(std::int64_t n, std::size_t bytes, std::size_t l2_bytes) {
+  return vectors_pass_l2(n, bytes, bytes >= 8 ? l2_bytes / 2 : l2_bytes);
+}
+
 /// What cg_mode::automatic runs for n rows (pipelined CG or not, a stencil
-/// or a CSR matrix; `past_l2`: vectors_pass_l2 for the solve's values). A
-/// standard stencil solve whose vectors pass L2 runs the graph mode below
-/// the row cut too. H100, matrix-free, µs an iteration persistent / graph
-/// (h100-2026-11-27-cg-automatic-cut-probe.txt): f32 g = 112 (28 MB of
-/// vectors) 34.1 / 39.8, g = 128 (42 MB) 45.7 / 46.9, g = 140 (55 MB) 112.9 /
-/// 70.3, g = 150 (67 MB; its lines do not split into vectors, so no march)
-/// 146.3 / 107.3, g = 160 118.4 / 78.3; f64 g = 112 (56 MB) 111.0 / 74.0,
-/// g = 128 129.6 / 91.4. Missed: f64 g = 100 (40 MB) 71.4 / 57.6.
-constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil, bool past_l2 = false) {
+/// or a CSR matrix; `prefers_graph`: stencil_prefers_graph for the solve's
+/// values). A standard stencil solve that prefers the graph mode runs it
+/// below the row cut too.
+constexpr cg_mode automatic_mode(std::int64_t n, bool pipelined, bool stencil, bool prefers_graph = false) {
   const std::int64_t cut = pipelined ? kPipelinedPersistentMaxRows
                            : stencil ? kPersistentMaxRows
                                      : kCsrPersistentMaxRows;
-  const bool graph_first = stencil && !pipelined && past_l2;
+  const bool graph_first = stencil && !pipelined && prefers_graph;
   return n <= cut && !graph_first ? cg_mode::persistent : cg_mode::graph;
 }
 
@@ -606,7 +618,7 @@ cg_mode cg_async(const gpu_backend& gpu, const Op& A, const T* b, T* x, const cg
   cg_mode mode = options.mode;
   if (mode == cg_mode::automatic)
     mode = detail::automatic_mode(n, options.pipelined, kernels::is_stencil<Op>,
-                                  detail::vectors_pass_l2(n, sizeof(T), current_device_info().l2_bytes));
+                                  detail::stencil_prefers_graph(n, sizeof(T), current_device_info().l2_bytes));
   if (mode == cg_mode::persistent) {
     const int capacity = detail::persistent_capacity<T, Op>();
     const int passes = detail::persistent_passes<T>(blocks_of_rows, current_device_info().sm_count,
