@@ -18,7 +18,9 @@
 // 695.3, 663.1, 676.7, 698.1, 563.9 (3.03 TB/s). The staged rows read at 86-90 %
 // of the flat read ceiling, as fast as cuSPARSE; the bulk copies do not help
 // (fewer warps an SM to sum the rows: the gathers of x, not the matrix's
-// stream, are what a block waits on). See docs/NOTES.md (thirty-fourth session).
+// stream, are what a block waits on). Those figures are from the probe's first
+// form, which took the median of 20 single launches after 5 warm-ups; it now
+// times with the bench library. See docs/NOTES.md (thirty-fourth session).
 //
 //   build-gpu/bench/csr_spmv_probe [G...]   (default 128 200)
 #include <cuda_runtime.h>
@@ -31,12 +33,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <cuda/ptx>
-#include <functional>
 #include <vector>
 
 #include "tally/cuda/check.cuh"
 #include "tally/solvers/cuda/cg_staging.cuh"
 #include "tally/solvers/poisson.hpp"
+#include "timing.cuh"
 
 namespace {
 
@@ -183,26 +185,16 @@ __global__ void read_ceiling(const float4* a, std::int64_t n4a, const float4* b,
   if (s == 1.2345f) *sink = s;  // keeps the loads
 }
 
-// Median of 20 timed launches after 5 warm-ups, CUDA events around each.
-double median_us(const std::function<void()>& launch) {
-  cudaEvent_t start, stop;
-  TALLY_CUDA(cudaEventCreate(&start));
-  TALLY_CUDA(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 25; ++rep) {
-    TALLY_CUDA(cudaEventRecord(start));
-    launch();
-    TALLY_CUDA(cudaGetLastError());
-    TALLY_CUDA(cudaEventRecord(stop));
-    TALLY_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    TALLY_CUDA(cudaEventElapsedTime(&t, start, stop));
-    if (rep >= 5) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  TALLY_CUDA(cudaEventDestroy(start));
-  TALLY_CUDA(cudaEventDestroy(stop));
-  return ms[ms.size() / 2] * 1e3;
+// Per-call µs: the bench library's timing (warm-up, batches of calls between
+// CUDA events, the median of the trials), on the default stream.
+template <class Launch>
+double median_us(const Launch& launch) {
+  return tally::bench::time_calls(cudaStream_t{},
+                                  [&] {
+                                    launch();
+                                    TALLY_CUDA(cudaGetLastError());
+                                  })
+      .median_us;
 }
 
 #define CUSPARSE(call)                                                           \

@@ -9,11 +9,11 @@
 //   build-gpu/bench/stream_mix_probe      (a few seconds, one line a case)
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <vector>
 
 #include "tally/cuda/check.cuh"
+#include "timing.cuh"
 
 // Sums the R inputs at i and writes the sum (plus k) to each of the W outputs.
 template <int R, int W>
@@ -34,29 +34,17 @@ __global__ void mix(const float4* const* in, float4* const* out, long n4) {
   }
 }
 
-// Median of 20 timed launches after 5 warm-ups (CUDA events around each).
+// Per-call µs of the mix (the bench library's timing: warm-up, batches of
+// launches between CUDA events, the median of the trials).
 template <int R, int W>
 void run(const float4* const* in, float4* const* out, long n4, int blocks) {
-  cudaEvent_t start, stop;
-  TALLY_CUDA(cudaEventCreate(&start));
-  TALLY_CUDA(cudaEventCreate(&stop));
-  std::vector<float> ms;
-  for (int rep = 0; rep < 25; ++rep) {
-    TALLY_CUDA(cudaEventRecord(start));
-    mix<R, W><<<blocks, 256>>>(in, out, n4);
-    TALLY_CUDA(cudaGetLastError());
-    TALLY_CUDA(cudaEventRecord(stop));
-    TALLY_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    TALLY_CUDA(cudaEventElapsedTime(&t, start, stop));
-    if (rep >= 5) ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double us = ms[ms.size() / 2] * 1e3, bytes = static_cast<double>(R + W) * n4 * 16;
-  std::printf("%d reads + %d writes, %5d blocks, %.0f MB a vector: %7.1f us  %5.0f GB/s\n", R, W, blocks,
-              n4 * 16 / 1e6, us, bytes / us / 1e3);
-  TALLY_CUDA(cudaEventDestroy(start));
-  TALLY_CUDA(cudaEventDestroy(stop));
+  const double us = tally::bench::time_calls(cudaStream_t{}, [&] {
+                      mix<R, W><<<blocks, 256>>>(in, out, n4);
+                      TALLY_CUDA(cudaGetLastError());
+                    }).median_us;
+  const double bytes = static_cast<double>(R + W) * n4 * 16;
+  std::printf("%d reads + %d writes, %5d blocks, %.0f MB a vector: %7.1f us  %5.0f GB/s\n", R, W, blocks, n4 * 16 / 1e6,
+              us, bytes / us / 1e3);
 }
 
 int main() {
