@@ -12,15 +12,13 @@
 //   cusparse ALG1  cusparseSpMV on the same arrays, the peers' kernel
 //   read ceiling   a flat float4 read of the values and columns arrays
 //
-// H100 (bench/results/h100-2026-11-27-csr-spmv-probe.txt), µs: g = 128
-// warp-staged/0 180.1 (2.62 TB/s counting the matrix, x and y once), /9 181.5,
-// best bulk 185.5, cuSPARSE 188.5, read ceiling 152.5 (2.92 TB/s); g = 200
-// 695.3, 663.1, 676.7, 698.1, 563.9 (3.03 TB/s). The staged rows read at 86-90 %
+// H100 (bench/results/h100-2026-11-27-csr-spmv-probe-final.txt), µs: g = 128
+// warp-staged/0 173.9 (2.71 TB/s counting the matrix, x and y once), /9 176.1,
+// best bulk 179.5, cuSPARSE 182.2, read ceiling 147.6 (3.02 TB/s); g = 200
+// 695.5, 655.1, 670.4, 693.1, 560.5 (3.05 TB/s). The staged rows read at 85-90 %
 // of the flat read ceiling, as fast as cuSPARSE; the bulk copies do not help
 // (fewer warps an SM to sum the rows: the gathers of x, not the matrix's
-// stream, are what a block waits on). Those figures are from the probe's first
-// form, which took the median of 20 single launches after 5 warm-ups; it now
-// times with the bench library. See docs/NOTES.md (thirty-fourth session).
+// stream, are what a block waits on). See docs/NOTES.md (thirty-fourth session).
 //
 //   build-gpu/bench/csr_spmv_probe [G...]   (default 128 200)
 #include <cuda_runtime.h>

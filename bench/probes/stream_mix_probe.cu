@@ -2,9 +2,11 @@
 // not a test): what bandwidth a kernel that reads R vectors and writes W of
 // n floats each reaches on this GPU, grid-stride with 16-byte loads and
 // stores. The graph mode's update moves 2 reads + 1 write (r, Ap; r), its
-// march 3 + 3 (r, p, x; p, Ap, x). Results in docs/NOTES.md (2026-11-27,
-// thirty-third session): at 32 MB a vector 2 + 1 reach 2.40-2.48 TB/s and
-// 3 + 3 2.51-2.66 on the H100, below a copy's 3.02.
+// march 3 + 3 (r, p, x; p, Ap, x). H100, 32 MB a vector, 528-4224 blocks
+// (bench/results/h100-2026-11-27-stream-mix-probe-final.txt): 2 + 1 reach
+// 2.67-2.71 TB/s, 3 + 3 2.64-2.80, 1 + 1 2.44-2.60, against a copy's 3.02.
+// (Its first form timed single launches, each with its launch and tail:
+// 2.40-2.48 and 2.51-2.66; docs/NOTES.md, thirty-third session.)
 //
 //   build-gpu/bench/stream_mix_probe      (a few seconds, one line a case)
 #include <cuda_runtime.h>
