@@ -62,7 +62,7 @@ enum class cg_mode {
   /// persistent up to 2^22 rows for a stencil, 2^23 for a CSR matrix, 2^19
   /// for pipelined CG (measured faster there on the H100); graph above, and
   /// for a standard stencil solve whose five working vectors do not fit in
-  /// the device's L2 cache
+  /// the device's L2 cache (half of it for double values)
   automatic,
   persistent,  ///< one cooperative kernel, grid-wide barriers; falls back to graph if the grid cannot be co-resident
   graph,       ///< a CUDA graph of fused kernels looping on the device (conditional while node)
